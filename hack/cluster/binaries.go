@@ -1,0 +1,221 @@
+// Package cluster builds and runs Lifeline's local control plane: etcd,
+// kube-apiserver, kube-controller-manager and kube-scheduler built from the
+// Go modules pinned in hack/tools, with kwok simulating the nodes. make dev
+// and the end-to-end tests both start their clusters through it.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/mod/modfile"
+)
+
+// A binary is one program the local cluster needs, built from a package of a
+// tools module and cached under the version of the module it comes from.
+type binary struct {
+	name      string // file name of the built binary
+	toolsDir  string // tools module, relative to the repository root
+	module    string // module whose version keys the cache
+	goPackage string // package to build
+}
+
+var binaries = []binary{
+	{"etcd", "hack/tools", "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3"},
+	{"kube-apiserver", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-apiserver"},
+	{"kube-controller-manager", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-controller-manager"},
+	{"kube-scheduler", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-scheduler"},
+	{"kubectl", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kubectl"},
+	{"controller-gen", "hack/tools", "sigs.k8s.io/controller-tools", "sigs.k8s.io/controller-tools/cmd/controller-gen"},
+	{"kwok", "hack/tools/kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok"},
+}
+
+// BinaryNames lists every binary Binary can return.
+func BinaryNames() []string {
+	names := make([]string, len(binaries))
+	for i, b := range binaries {
+		names[i] = b.name
+	}
+	return names
+}
+
+// CacheDir is where built binaries are kept: $LIFELINE_CACHE_DIR, or
+// lifeline/ under the user cache folder, so every clone on the machine, CI's
+// included, shares them.
+func CacheDir() (string, error) {
+	if dir := os.Getenv("LIFELINE_CACHE_DIR"); dir != "" {
+		return dir, nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(base, "lifeline"), nil
+}
+
+// RepoRoot finds the repository root by walking up from the working
+// directory to the go.mod of the Lifeline module.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && modfile.ModulePath(data) == "github.com/lifeline-k8s/lifeline" {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no Lifeline go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Binary returns the path of the named binary, building it into the cache
+// first if this version is not there yet. Concurrent callers, in this process
+// or others, wait for one build instead of racing.
+func Binary(ctx context.Context, name string, progress io.Writer) (string, error) {
+	var b *binary
+	for i := range binaries {
+		if binaries[i].name == name {
+			b = &binaries[i]
+		}
+	}
+	if b == nil {
+		return "", fmt.Errorf("unknown binary %q (known: %s)", name, strings.Join(BinaryNames(), ", "))
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	toolsDir := filepath.Join(root, b.toolsDir)
+	version, err := moduleVersion(filepath.Join(toolsDir, "go.mod"), b.module)
+	if err != nil {
+		return "", err
+	}
+	cache, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, "bin", b.name+"-"+version)
+	path := filepath.Join(dir, b.name)
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := lockFile(filepath.Join(dir, ".lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(path); err == nil {
+		return path, nil // another process built it while we waited
+	}
+	if progress != nil {
+		fmt.Fprintf(progress, "building %s %s (first time only; cached in %s)\n", b.name, version, dir)
+	}
+	tmp := path + ".tmp"
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, b.goPackage)
+	cmd.Dir = toolsDir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building %s: %w\n%s", b.name, err, out)
+	}
+	return path, os.Rename(tmp, path)
+}
+
+// Binaries returns the paths of all binaries by name, building what is missing.
+func Binaries(ctx context.Context, progress io.Writer) (map[string]string, error) {
+	paths := map[string]string{}
+	for _, name := range BinaryNames() {
+		p, err := Binary(ctx, name, progress)
+		if err != nil {
+			return nil, err
+		}
+		paths[name] = p
+	}
+	return paths, nil
+}
+
+// EnvtestAssets returns a folder holding etcd, kube-apiserver and kubectl, the
+// layout controller-runtime's envtest expects in KUBEBUILDER_ASSETS.
+func EnvtestAssets(ctx context.Context, progress io.Writer) (string, error) {
+	cache, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	var paths []string
+	for _, name := range []string{"etcd", "kube-apiserver", "kubectl"} {
+		p, err := Binary(ctx, name, progress)
+		if err != nil {
+			return "", err
+		}
+		paths = append(paths, p)
+	}
+	// The folder is named after the versioned binaries it links to, so a
+	// version bump gets a folder of its own.
+	var key []string
+	for _, p := range paths {
+		key = append(key, filepath.Base(filepath.Dir(p)))
+	}
+	dir := filepath.Join(cache, "envtest", strings.Join(key, "_"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for _, p := range paths {
+		link := filepath.Join(dir, filepath.Base(p))
+		if target, err := os.Readlink(link); err == nil && target == p {
+			continue
+		}
+		tmp := fmt.Sprintf("%s.%d", link, os.Getpid())
+		if err := os.Symlink(p, tmp); err != nil {
+			return "", err
+		}
+		if err := os.Rename(tmp, link); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+func moduleVersion(goMod, module string) (string, error) {
+	data, err := os.ReadFile(goMod)
+	if err != nil {
+		return "", err
+	}
+	f, err := modfile.ParseLax(goMod, data, nil)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range f.Require {
+		if r.Mod.Path == module {
+			return r.Mod.Version, nil
+		}
+	}
+	return "", fmt.Errorf("%s does not require %s", goMod, module)
+}
+
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}

@@ -1,0 +1,54 @@
+// Command devctl is Lifeline's developer tool. The Makefile calls it; its
+// subcommands are:
+//
+//	devctl bin NAME       print the path of a pinned binary, building it into the cache if missing
+//	devctl envtest        print a KUBEBUILDER_ASSETS folder for envtest
+//	devctl up             run the local cluster for make dev (see hack/dev)
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "devctl:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: devctl bin NAME | envtest | up")
+	}
+	switch args[0] {
+	case "bin":
+		if len(args) != 2 {
+			return fmt.Errorf("usage: devctl bin NAME (one of %v)", cluster.BinaryNames())
+		}
+		path, err := cluster.Binary(ctx, args[1], os.Stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Println(path)
+	case "envtest":
+		dir, err := cluster.EnvtestAssets(ctx, os.Stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Println(dir)
+	case "up":
+		return up(ctx, args[1:])
+	default:
+		return fmt.Errorf("unknown subcommand %q", args[0])
+	}
+	return nil
+}
