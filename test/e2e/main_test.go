@@ -1,0 +1,92 @@
+// Package e2e tests Lifeline on the local cluster that make dev runs: a real
+// control plane (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler) with kwok nodes, started once for the package.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
+)
+
+var (
+	local  *cluster.Cluster
+	client kubernetes.Interface
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lifeline-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx := context.Background()
+	local, err = cluster.Start(ctx, cluster.Options{Dir: dir, Progress: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the local cluster:", err, "(logs in", dir+"/logs)")
+		os.Exit(1)
+	}
+	client = kubernetes.NewForConfigOrDie(local.Config)
+	code := m.Run()
+	local.Stop()
+	if code == 0 {
+		os.RemoveAll(dir)
+	} else {
+		fmt.Fprintln(os.Stderr, "component logs kept in", dir+"/logs")
+	}
+	os.Exit(code)
+}
+
+// newNamespace creates a namespace for one test, waits until pods can be
+// created in it, and deletes it afterwards.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: name[:min(len(name), 40)] + "-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
+	if err := cluster.WaitForServiceAccount(ctx, client, ns.Name); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// eventually polls cond until it holds or the timeout passes, then fails the
+// test with the last reason cond gave.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := local.Exited(); err != nil {
+			return false, err
+		}
+		ok, why, err := cond(ctx)
+		last = why
+		return ok, err
+	})
+	if err != nil {
+		t.Fatalf("%s: %v; last seen: %s", what, err, last)
+	}
+}
+
+func podCondition(pod *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatus {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
+}
