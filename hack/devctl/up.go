@@ -27,6 +27,7 @@ import (
 func up(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	nodes := fs.Int("nodes", 3, "number of simulated nodes")
+	devDir := fs.String("dir", "", "folder for the kubeconfig, the ready marker and the cluster (default .dev in the repository)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -34,7 +35,13 @@ func up(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	devDir := filepath.Join(root, ".dev")
+	if *devDir == "" {
+		*devDir = filepath.Join(root, ".dev")
+	}
+	return serve(ctx, root, *devDir, *nodes)
+}
+
+func serve(ctx context.Context, root, devDir string, nodes int) error {
 	ready := filepath.Join(devDir, "ready")
 	_ = os.Remove(ready)
 	// Each run starts from a clean cluster folder: the previous run's
@@ -46,7 +53,7 @@ func up(ctx context.Context, args []string) error {
 		return err
 	}
 
-	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(devDir, "cluster"), Nodes: *nodes, Progress: os.Stdout})
+	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(devDir, "cluster"), Nodes: nodes, Progress: os.Stdout})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
+)
+
+// TestMakeDevComesUpAndTearsDownWhole runs what `make dev` runs, in a folder
+// of its own: it must write the kubeconfig and the ready marker, serve the
+// demo, and on Ctrl-C stop every process it started.
+func TestMakeDevComesUpAndTearsDownWhole(t *testing.T) {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	devctl := filepath.Join(dir, "devctl")
+	build := exec.Command("go", "build", "-o", devctl, "./hack/devctl")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building devctl: %v\n%s", err, out)
+	}
+	devDir := filepath.Join(dir, "dev")
+	out, err := os.Create(filepath.Join(dir, "output"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd := exec.Command(devctl, "up", "--dir", devDir)
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	eventually(t, 3*time.Minute, "make dev ready", func(context.Context) (bool, string, error) {
+		select {
+		case err := <-exited:
+			return false, "", fmt.Errorf("devctl up exited early: %v\n%s", err, readFile(out.Name()))
+		default:
+		}
+		_, err := os.Stat(filepath.Join(devDir, "ready"))
+		return err == nil, readFile(out.Name()), nil
+	})
+	printed := readFile(out.Name())
+	kubeconfig := filepath.Join(devDir, "kubeconfig")
+	if !strings.Contains(printed, "kubeconfig: "+kubeconfig) {
+		t.Errorf("the kubeconfig path is not printed:\n%s", printed)
+	}
+	kubectl := local.Binaries["kubectl"]
+	got, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", "demo", "get", "clone", "-o", "name").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl against the dev cluster: %v\n%s", err, got)
+	}
+	if !strings.Contains(string(got), "cloneset.apps.kruise.io/cloneset-lifecycle-demo") {
+		t.Errorf("the demo CloneSet is missing: %s", got)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("devctl up exited with %v after Ctrl-C:\n%s", err, readFile(out.Name()))
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("devctl up still running a minute after Ctrl-C")
+	}
+	if _, err := os.Stat(filepath.Join(devDir, "ready")); !os.IsNotExist(err) {
+		t.Errorf("the ready marker outlived the cluster: %v", err)
+	}
+	if left := processesMentioning(t, devDir); len(left) > 0 {
+		t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+// processesMentioning lists the command lines that contain s.
+func processesMentioning(t *testing.T, s string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmdline), s) {
+			continue
+		}
+		found = append(found, e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+	}
+	return found
+}
+
+func readFile(path string) string {
+	data, _ := os.ReadFile(path)
+	return string(data)
+}
