@@ -1,0 +1,220 @@
+package planner
+
+import (
+	"sort"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+)
+
+// podDeletionCost is the annotation that ranks pods for scale-in; lower goes
+// first. An invalid value counts as 0.
+const podDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
+
+var phaseOrder = map[corev1.PodPhase]int{corev1.PodPending: 0, corev1.PodUnknown: 1, corev1.PodRunning: 2}
+
+func maxRestarts(pod *corev1.Pod) int32 {
+	var n int32
+	for _, c := range pod.Status.ContainerStatuses {
+		n = max(n, c.RestartCount)
+	}
+	return n
+}
+
+func deletionCost(pod *corev1.Pod) int64 {
+	v, err := strconv.ParseInt(pod.Annotations[podDeletionCost], 10, 32)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+func podReadyCondition(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// SortForScaleIn orders pods so that the ones to delete first come first:
+// unscheduled, then pending, then unavailable (lifecycle hooks and
+// minReadySeconds count) and not ready; then lower pod-deletion-cost; then
+// pods crowded on a node with others of the set; then the most recently
+// ready, the most restarted and the newest.
+func SortForScaleIn(pods []*corev1.Pod, minReadySeconds int32, now time.Time) {
+	rank := sameNodeRank(pods, minReadySeconds, now)
+	sort.SliceStable(pods, func(i, j int) bool {
+		a, b := pods[i], pods[j]
+		if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
+			return a.Spec.NodeName == ""
+		}
+		if phaseOrder[a.Status.Phase] != phaseOrder[b.Status.Phase] {
+			return phaseOrder[a.Status.Phase] < phaseOrder[b.Status.Phase]
+		}
+		if aa, ba := IsAvailable(a, minReadySeconds, now), IsAvailable(b, minReadySeconds, now); aa != ba {
+			return !aa
+		}
+		if ar, br := podReadyCondition(a), podReadyCondition(b); ar != br {
+			return !ar
+		}
+		if ac, bc := deletionCost(a), deletionCost(b); ac != bc {
+			return ac < bc
+		}
+		if rank[a] != rank[b] {
+			return rank[a] > rank[b]
+		}
+		return keepOrderTail(a, b)
+	})
+}
+
+// keepOrderTail breaks ties the way Kubernetes' ActivePods does: the pod
+// ready for the shorter time, the more restarted, then the newer goes first.
+func keepOrderTail(a, b *corev1.Pod) bool {
+	if podReadyCondition(a) && podReadyCondition(b) {
+		ta, tb := readySince(a), readySince(b)
+		if !ta.Equal(tb) {
+			return ta.After(tb)
+		}
+	}
+	if ra, rb := maxRestarts(a), maxRestarts(b); ra != rb {
+		return ra > rb
+	}
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return b.CreationTimestamp.Before(&a.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+// sameNodeRank gives each pod its position among the set's pods on its node,
+// best kept first: 0 for the pod a node would keep, higher for the pods
+// crowding it. Scale-in prefers higher ranks, so it spreads deletions.
+func sameNodeRank(pods []*corev1.Pod, minReadySeconds int32, now time.Time) map[*corev1.Pod]int {
+	byNode := map[string][]*corev1.Pod{}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+		}
+	}
+	rank := map[*corev1.Pod]int{}
+	for _, group := range byNode {
+		sort.SliceStable(group, func(i, j int) bool {
+			a, b := group[i], group[j]
+			if aa, ba := IsAvailable(a, minReadySeconds, now), IsAvailable(b, minReadySeconds, now); aa != ba {
+				return aa
+			}
+			return !keepOrderTail(a, b)
+		})
+		for i, p := range group {
+			rank[p] = i
+		}
+	}
+	return rank
+}
+
+// SortForUpdate orders update candidates: Kubernetes' ActivePods order
+// (unscheduled, pending, not ready first), then priorityStrategy, then
+// PreparingUpdate pods before all others so that a pod already held by its
+// hook is not overtaken.
+func SortForUpdate(pods []*corev1.Pod, strategy *pub.UpdatePriorityStrategy) {
+	sort.SliceStable(pods, func(i, j int) bool {
+		a, b := pods[i], pods[j]
+		if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
+			return a.Spec.NodeName == ""
+		}
+		if phaseOrder[a.Status.Phase] != phaseOrder[b.Status.Phase] {
+			return phaseOrder[a.Status.Phase] < phaseOrder[b.Status.Phase]
+		}
+		if ar, br := podReadyCondition(a), podReadyCondition(b); ar != br {
+			return !ar
+		}
+		return keepOrderTail(a, b)
+	})
+	if strategy != nil {
+		switch {
+		case len(strategy.WeightPriority) > 0:
+			weight := func(p *corev1.Pod) int64 {
+				var sum int64
+				for _, term := range strategy.WeightPriority {
+					sel, err := metav1.LabelSelectorAsSelector(&term.MatchSelector)
+					if err == nil && sel.Matches(labels.Set(p.Labels)) {
+						sum += int64(term.Weight)
+					}
+				}
+				return sum
+			}
+			sort.SliceStable(pods, func(i, j int) bool { return weight(pods[i]) > weight(pods[j]) })
+		case len(strategy.OrderPriority) > 0:
+			sort.SliceStable(pods, func(i, j int) bool {
+				ti, vi := orderLevel(pods[i], strategy.OrderPriority)
+				tj, vj := orderLevel(pods[j], strategy.OrderPriority)
+				if ti != tj {
+					return ti < tj
+				}
+				return vi > vj
+			})
+		}
+	}
+	sort.SliceStable(pods, func(i, j int) bool {
+		return State(pods[i]) == pub.LifecycleStatePreparingUpdate && State(pods[j]) != pub.LifecycleStatePreparingUpdate
+	})
+}
+
+// orderLevel is the index of the first ordered key the pod has and the
+// integer that ends its value. Pods with none of the keys get level -1, so,
+// as in OpenKruise, they sort before pods that have one.
+func orderLevel(pod *corev1.Pod, terms []pub.UpdatePriorityOrderTerm) (int, int64) {
+	for i, term := range terms {
+		v, ok := pod.Labels[term.OrderedKey]
+		if !ok {
+			continue
+		}
+		end := len(v)
+		start := end
+		for start > 0 && v[start-1] >= '0' && v[start-1] <= '9' {
+			start--
+		}
+		n, _ := strconv.ParseInt(v[start:end], 10, 64)
+		return i, n
+	}
+	return -1, 0
+}
+
+// LimitUpdate picks, from sorted candidates, the ones that may be updated now:
+// at most updateNum, and only while the unavailable pods stay within
+// maxUnavailable. Updating a pod that is already unavailable costs no
+// budget, except that pods at the target revision and unavailable count.
+func LimitUpdate(candidates, all []*corev1.Pod, updateNum, maxUnavailable int, target string, minReadySeconds int32, now time.Time) []*corev1.Pod {
+	if len(candidates) > updateNum {
+		candidates = candidates[:updateNum]
+	}
+	unavailable, targetUnavailable := 0, 0
+	for _, p := range all {
+		if !IsAvailable(p, minReadySeconds, now) {
+			unavailable++
+			if IsUpdated(p, target) {
+				targetUnavailable++
+			}
+		}
+	}
+	var picked []*corev1.Pod
+	for _, p := range candidates {
+		if targetUnavailable+len(picked) >= maxUnavailable {
+			break
+		}
+		if IsAvailable(p, minReadySeconds, now) {
+			if unavailable >= maxUnavailable {
+				break
+			}
+			unavailable++
+		}
+		picked = append(picked, p)
+	}
+	return picked
+}

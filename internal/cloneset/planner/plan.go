@@ -1,0 +1,300 @@
+// Package planner decides what a CloneSet controller does next. It is pure:
+// given a snapshot of a CloneSet, its pods and revisions, it returns the
+// actions to take, each with a reason, and never talks to the cluster. The
+// controller executes the actions. Rollout maths, pod ordering and the hook
+// rules all live here, where tables and randomized sequences test them.
+package planner
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/lifecycle"
+)
+
+// Snapshot is what the planner sees of a CloneSet.
+type Snapshot struct {
+	CloneSet *appsv1alpha1.CloneSet
+	// Pods are the CloneSet's active pods: owned, not terminating and not
+	// finished.
+	Pods []*corev1.Pod
+	// PVCs are the CloneSet's PVCs that are not being deleted.
+	PVCs []*corev1.PersistentVolumeClaim
+	// UpdateRevision and CurrentRevision are revision names.
+	UpdateRevision, CurrentRevision string
+	// ExcludePreparingDelete leaves PreparingDelete pods out of the replica
+	// count (the CloneSet label or the controller flag).
+	ExcludePreparingDelete bool
+	// NewInstanceID returns a random instance id; the planner rerolls ids
+	// that are taken.
+	NewInstanceID func() string
+	Now           time.Time
+}
+
+// ActionType is what an action does.
+type ActionType string
+
+const (
+	// CreatePod creates a pod, with PVCs for its instance id, at Revision.
+	CreatePod ActionType = "CreatePod"
+	// DeletePod deletes a pod and its PVCs.
+	DeletePod ActionType = "DeletePod"
+	// SetState moves a pod to another lifecycle state.
+	SetState ActionType = "SetState"
+	// MarkSpecifiedDelete labels a pod for deletion, which is how a ReCreate
+	// update replaces it: the scale logic then deletes it within budget,
+	// through its preDelete hook, and creates a successor.
+	MarkSpecifiedDelete ActionType = "MarkSpecifiedDelete"
+)
+
+// Action is one step of a plan.
+type Action struct {
+	Type ActionType
+	// Pod is the pod acted on; nil for CreatePod.
+	Pod *corev1.Pod
+	// InstanceID is the id of the pod to create.
+	InstanceID string
+	// Revision is the revision to create the pod at, or the revision a
+	// MarkSpecifiedDelete updates the pod to.
+	Revision string
+	// State is the state SetState moves the pod to.
+	State pub.LifecycleStateType
+	// Reason says why, for events and logs.
+	Reason string
+}
+
+// Plan is what to do now. Actions of one plan are independent of each other
+// and may run in any order or concurrently.
+type Plan struct {
+	Actions []Action
+	Diffs   Diffs
+	// ScaleUpLimited is set when scaleStrategy.maxUnavailable held back
+	// creations.
+	ScaleUpLimited bool
+	// RequeueAfter asks for another look after this long even if nothing
+	// changes, e.g. when a pod will pass minReadySeconds.
+	RequeueAfter time.Duration
+}
+
+// Compute plans the next step. It scales first; only when scaling has
+// nothing to do does it refresh lifecycle states and then update pods, so
+// one step never both scales and updates (as OpenKruise).
+func Compute(s Snapshot) (Plan, error) {
+	cs := s.CloneSet
+	b, err := ResolveBudgets(cs)
+	if err != nil {
+		return Plan{}, err
+	}
+	podsToDelete := map[string]bool{}
+	for _, name := range cs.Spec.ScaleStrategy.PodsToDelete {
+		podsToDelete[name] = true
+	}
+	minReady := cs.Spec.MinReadySeconds
+	p := Plan{Diffs: CalculateDiffs(b, s.Pods, s.UpdateRevision, podsToDelete, minReady, s.ExcludePreparingDelete, s.Now)}
+	p.RequeueAfter = nextAvailability(s.Pods, minReady, s.Now)
+
+	if actions := scale(s, &p, podsToDelete); len(actions) > 0 {
+		p.Actions = actions
+		return p, nil
+	}
+	if actions := refreshStates(s); len(actions) > 0 {
+		p.Actions = actions
+		return p, nil
+	}
+	p.Actions, err = update(s, p.Diffs)
+	return p, err
+}
+
+func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []Action {
+	cs, d := s.CloneSet, p.Diffs
+	if d.ScaleUpNum > 0 {
+		p.ScaleUpLimited = d.ScaleUpLimit < d.ScaleUpNum
+		if d.ScaleUpLimit > 0 {
+			return creates(s, d)
+		}
+	}
+	preDelete := lifecycleHook(cs, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreDelete })
+
+	// Pods held in PreparingDelete go as soon as their hook lets them.
+	var actions []Action
+	var held, specified []*corev1.Pod
+	for _, pod := range s.Pods {
+		switch {
+		case State(pod) == pub.LifecycleStatePreparingDelete:
+			held = append(held, pod)
+			if !lifecycle.IsHooked(preDelete, pod) {
+				actions = append(actions, Action{Type: DeletePod, Pod: pod, Reason: "its preDelete hook was released"})
+			}
+		case IsSpecifiedDelete(pod, podsToDelete):
+			specified = append(specified, pod)
+		}
+	}
+	if len(actions) > 0 {
+		return actions
+	}
+
+	// Pods someone asked to delete: unavailable ones at once, available
+	// ones within the budget.
+	budget := d.DeleteReadyLimit
+	for _, pod := range specified {
+		if IsAvailable(pod, 0, s.Now) {
+			if budget <= 0 {
+				continue
+			}
+			budget--
+		}
+		actions = append(actions, deleteOrHold(preDelete, pod, "it was specified for deletion"))
+	}
+	if len(actions) > 0 || len(specified) > 0 || len(held) > 0 {
+		// Ordinary scale-in waits until specified and held pods are gone.
+		return actions
+	}
+
+	if d.ScaleDownNum > 0 {
+		var old, updated []*corev1.Pod
+		for _, pod := range s.Pods {
+			if IsUpdated(pod, s.UpdateRevision) {
+				updated = append(updated, pod)
+			} else {
+				old = append(old, pod)
+			}
+		}
+		fromOld := min(d.ScaleDownNum, d.ScaleDownNumOldRevision, len(old))
+		SortForScaleIn(old, cs.Spec.MinReadySeconds, s.Now)
+		SortForScaleIn(updated, cs.Spec.MinReadySeconds, s.Now)
+		chosen := append(old[:fromOld:fromOld], updated[:min(d.ScaleDownNum-fromOld, len(updated))]...)
+		for _, pod := range chosen {
+			if IsAvailable(pod, 0, s.Now) {
+				if budget <= 0 {
+					continue
+				}
+				budget--
+			}
+			actions = append(actions, deleteOrHold(preDelete, pod, fmt.Sprintf("replicas is %d", replicasOf(cs))))
+		}
+	}
+	return actions
+}
+
+// deleteOrHold deletes a pod, unless its preDelete hook holds it, in which
+// case it moves to PreparingDelete and waits there.
+func deleteOrHold(preDelete *pub.LifecycleHook, pod *corev1.Pod, why string) Action {
+	if lifecycle.IsHooked(preDelete, pod) {
+		return Action{Type: SetState, Pod: pod, State: pub.LifecycleStatePreparingDelete, Reason: why + "; its preDelete hook holds it"}
+	}
+	return Action{Type: DeletePod, Pod: pod, Reason: why}
+}
+
+// creates plans the missing pods: the first ScaleUpNumOldRevision of them at
+// the current revision, so partition holds, the rest at the update revision.
+// Instance ids of PVCs left by pods deleted out of band are reused first, so
+// a rebuilt pod gets its predecessor's name and volumes.
+func creates(s Snapshot, d Diffs) []Action {
+	taken := map[string]bool{}
+	for _, pod := range s.Pods {
+		taken[pod.Labels[appsv1alpha1.CloneSetInstanceID]] = true
+	}
+	var free []string
+	seen := map[string]bool{}
+	for _, pvc := range s.PVCs {
+		id := pvc.Labels[appsv1alpha1.CloneSetInstanceID]
+		if id != "" && !taken[id] && !seen[id] {
+			seen[id] = true
+			free = append(free, id)
+		}
+		taken[id] = true
+	}
+	sort.Strings(free)
+	if s.CloneSet.Spec.ScaleStrategy.DisablePVCReuse {
+		free = nil
+	}
+	var actions []Action
+	for i := 0; i < d.ScaleUpLimit; i++ {
+		var id string
+		if len(free) > 0 {
+			id, free = free[0], free[1:]
+		} else {
+			for id = s.NewInstanceID(); taken[id]; id = s.NewInstanceID() {
+			}
+		}
+		taken[id] = true
+		rev, why := s.UpdateRevision, "replicas is missing pods"
+		if i < d.ScaleUpNumOldRevision {
+			rev, why = s.CurrentRevision, "replicas is missing pods; partition keeps them at the current revision"
+		}
+		actions = append(actions, Action{Type: CreatePod, InstanceID: id, Revision: rev, Reason: why})
+	}
+	return actions
+}
+
+// refreshStates moves new pods out of PreparingNormal: at once when they are
+// scheduled and no preNormal hook is declared, or when every handler of the
+// preNormal hook is present.
+func refreshStates(s Snapshot) []Action {
+	preNormal := lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal })
+	var actions []Action
+	for _, pod := range s.Pods {
+		if State(pod) != pub.LifecycleStatePreparingNormal {
+			continue
+		}
+		switch {
+		case preNormal == nil && pod.Spec.NodeName != "":
+			actions = append(actions, Action{Type: SetState, Pod: pod, State: pub.LifecycleStateNormal, Reason: "it is scheduled"})
+		case preNormal != nil && lifecycle.IsAllHooked(preNormal, pod):
+			actions = append(actions, Action{Type: SetState, Pod: pod, State: pub.LifecycleStateNormal, Reason: "every preNormal handler is present"})
+		}
+	}
+	return actions
+}
+
+// update picks the pods to move to the update revision now and marks them
+// for recreation.
+func update(s Snapshot, d Diffs) ([]Action, error) {
+	cs := s.CloneSet
+	if cs.Spec.UpdateStrategy.Paused || d.UpdateNum <= 0 {
+		return nil, nil
+	}
+	if cs.Spec.UpdateStrategy.Type == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType {
+		return nil, fmt.Errorf("update strategy InPlaceOnly is not supported yet")
+	}
+	var candidates []*corev1.Pod
+	for _, pod := range s.Pods {
+		if !IsUpdated(pod, s.UpdateRevision) && State(pod) != pub.LifecycleStatePreparingDelete {
+			candidates = append(candidates, pod)
+		}
+	}
+	SortForUpdate(candidates, cs.Spec.UpdateStrategy.PriorityStrategy)
+	picked := LimitUpdate(candidates, s.Pods, d.UpdateNum, d.UpdateMaxUnavailable, s.UpdateRevision, cs.Spec.MinReadySeconds, s.Now)
+	var actions []Action
+	for _, pod := range picked {
+		if _, marked := pod.Labels[appsv1alpha1.SpecifiedDeleteKey]; marked {
+			continue
+		}
+		actions = append(actions, Action{Type: MarkSpecifiedDelete, Pod: pod, Revision: s.UpdateRevision,
+			Reason: fmt.Sprintf("recreate for update to revision %s", s.UpdateRevision)})
+	}
+	return actions, nil
+}
+
+func lifecycleHook(cs *appsv1alpha1.CloneSet, pick func(*pub.Lifecycle) *pub.LifecycleHook) *pub.LifecycleHook {
+	if cs.Spec.Lifecycle == nil {
+		return nil
+	}
+	return pick(cs.Spec.Lifecycle)
+}
+
+// nextAvailability is when the next Ready pod passes minReadySeconds, or 0.
+func nextAvailability(pods []*corev1.Pod, minReadySeconds int32, now time.Time) time.Duration {
+	var next time.Duration
+	for _, pod := range pods {
+		if wait := untilAvailable(pod, minReadySeconds, now); wait > 0 && (next == 0 || wait < next) {
+			next = wait
+		}
+	}
+	return next
+}

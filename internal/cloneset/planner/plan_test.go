@@ -1,0 +1,163 @@
+package planner
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+)
+
+func TestCalculateDiffs(t *testing.T) {
+	five := func(rev string, mutate ...func(*corev1.Pod)) []*corev1.Pod {
+		var pods []*corev1.Pod
+		for _, id := range []string{"a", "b", "c", "d", "e"} {
+			pods = append(pods, readyPod(id, rev, mutate...))
+		}
+		return pods
+	}
+	for _, tc := range []struct {
+		name string
+		s    Snapshot
+		want Diffs
+	}{
+		{
+			// OpenKruise's "update recreate partition=3 with maxSurge, step 1/7".
+			name: "partition 3 of 5 with surge: surge one new pod first",
+			s:    snapshot(cloneSet(5, "3", "1", "1"), five(oldRev)...),
+			want: Diffs{ScaleUpNum: 1, UseSurge: 1, ScaleUpLimit: 1, UpdateNum: 2, UpdateMaxUnavailable: 1},
+		},
+		{
+			name: "partition 99% of 4 updates exactly one",
+			s:    snapshot(cloneSet(4, "99%", "50%", ""), five(oldRev)[:4]...),
+			want: Diffs{UpdateNum: 1, UpdateMaxUnavailable: 2},
+		},
+		{
+			name: "scale up from nothing",
+			s:    snapshot(cloneSet(3, "", "", "")),
+			want: Diffs{ScaleUpNum: 3, ScaleUpLimit: 3},
+		},
+		{
+			name: "scale up under partition keeps old pods",
+			s:    snapshot(cloneSet(5, "2", "", ""), readyPod("a", oldRev)),
+			want: Diffs{ScaleUpNum: 4, ScaleUpNumOldRevision: 1, ScaleUpLimit: 4},
+		},
+		{
+			name: "scale down takes old pods first down to partition",
+			s:    snapshot(cloneSet(2, "1", "", ""), five(oldRev)...),
+			// Kruise's formula also asks for one update: after the
+			// scale-in, one of the two remaining pods belongs at the new
+			// revision. Scaling runs first, so it waits for that.
+			want: Diffs{ScaleDownNum: 3, ScaleDownNumOldRevision: 4, DeleteReadyLimit: 4, UpdateNum: 1, UpdateMaxUnavailable: 4},
+		},
+		{
+			name: "specified delete with surge: replacement first, no deletion budget yet",
+			s:    snapshot(cloneSet(3, "", "0", "1"), readyPod("a", newRev, specifiedDelete), readyPod("b", newRev), readyPod("c", newRev)),
+			want: Diffs{ScaleUpNum: 1, ScaleUpLimit: 1, UseSurge: 1},
+		},
+		{
+			name: "specified delete with surge: replacement ready, deletion allowed",
+			s: snapshot(cloneSet(3, "", "0", "1"), readyPod("a", newRev, specifiedDelete), readyPod("b", newRev), readyPod("c", newRev),
+				readyPod("d", newRev)),
+			want: Diffs{UseSurge: 1, DeleteReadyLimit: 1},
+		},
+		{
+			name: "paused: no surge",
+			s: func() Snapshot {
+				cs := cloneSet(5, "3", "1", "1")
+				cs.Spec.UpdateStrategy.Paused = true
+				return snapshot(cs, five(oldRev)...)
+			}(),
+			want: Diffs{UpdateNum: 2, UpdateMaxUnavailable: 1},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := ResolveBudgets(tc.s.CloneSet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := CalculateDiffs(b, tc.s.Pods, tc.s.UpdateRevision, nil, 0, false, now)
+			if got != tc.want {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestComputeScenarios(t *testing.T) {
+	preDelete := func(s Snapshot) Snapshot {
+		s.CloneSet.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}}}
+		return s
+	}
+	held := func(p *corev1.Pod) { p.Labels["hold"] = "true" }
+	for _, tc := range []struct {
+		name string
+		s    Snapshot
+		want []string
+	}{
+		{"creates get fresh ids", snapshot(cloneSet(2, "", "", "")),
+			[]string{"create id001@" + newRev, "create id002@" + newRev}},
+		{"free PVC ids come first", func() Snapshot {
+			s := snapshot(cloneSet(2, "", "", ""))
+			s.PVCs = []*corev1.PersistentVolumeClaim{
+				{ObjectMeta: metav1.ObjectMeta{Name: "data-web-zz", Labels: map[string]string{"apps.kruise.io/cloneset-instance-id": "zz"}}},
+				{ObjectMeta: metav1.ObjectMeta{Name: "logs-web-zz", Labels: map[string]string{"apps.kruise.io/cloneset-instance-id": "zz"}}},
+			}
+			return s
+		}(), []string{"create zz@" + newRev, "create id001@" + newRev}},
+		{"taken ids are rerolled", snapshot(cloneSet(2, "", "", ""), readyPod("id001", newRev)),
+			[]string{"create id002@" + newRev}},
+		{"scale in: unscheduled, then not ready, then cheaper", snapshot(cloneSet(2, "", "100%", ""),
+			readyPod("a", newRev), readyPod("b", newRev, withCost("-5")), readyPod("c", newRev, notReady), readyPod("d", newRev, unscheduled), readyPod("e", newRev)),
+			[]string{"DeletePod web-d", "DeletePod web-c", "DeletePod web-b"}},
+		{"scale in spreads over crowded nodes", snapshot(cloneSet(2, "", "100%", ""),
+			readyPod("a", newRev, onNode("n1")), readyPod("b", newRev, onNode("n2")), readyPod("c", newRev, onNode("n2"))),
+			[]string{"DeletePod web-b"}},
+		{"surplus pods are deleted whatever maxUnavailable", snapshot(cloneSet(1, "", "1", ""),
+			readyPod("a", newRev), readyPod("b", newRev), readyPod("c", newRev)),
+			[]string{"DeletePod web-a", "DeletePod web-b"}},
+		{"specified deletes of available pods respect maxUnavailable", snapshot(cloneSet(3, "", "1", ""),
+			readyPod("a", newRev, specifiedDelete), readyPod("b", newRev, specifiedDelete), readyPod("c", newRev, specifiedDelete)),
+			[]string{"DeletePod web-a"}},
+		{"specified deletes of unavailable pods are free", snapshot(cloneSet(3, "", "1", ""),
+			readyPod("a", newRev, specifiedDelete, notReady), readyPod("b", newRev, specifiedDelete, notReady), readyPod("c", newRev)),
+			[]string{"DeletePod web-a", "DeletePod web-b"}},
+		{"preDelete holds instead of deleting", preDelete(snapshot(cloneSet(1, "", "100%", ""),
+			readyPod("a", newRev, held), readyPod("b", newRev, held))),
+			[]string{"state web-a=PreparingDelete"}},
+		{"a held pod waits, and so does scale-in", preDelete(snapshot(cloneSet(1, "", "100%", ""),
+			readyPod("a", newRev, held), readyPod("b", newRev, held, inState(pub.LifecycleStatePreparingDelete)), readyPod("c", newRev, held))),
+			nil},
+		{"a released pod is deleted", preDelete(snapshot(cloneSet(1, "", "100%", ""),
+			readyPod("a", newRev, held), readyPod("b", newRev, inState(pub.LifecycleStatePreparingDelete)))),
+			[]string{"DeletePod web-b"}},
+		{"specified delete", snapshot(cloneSet(2, "", "1", ""), readyPod("a", newRev), readyPod("b", newRev, specifiedDelete)),
+			[]string{"DeletePod web-b"}},
+		{"new pods become Normal once scheduled", snapshot(cloneSet(2, "", "", ""),
+			readyPod("a", newRev, inState(pub.LifecycleStatePreparingNormal)), readyPod("b", newRev, inState(pub.LifecycleStatePreparingNormal), unscheduled)),
+			[]string{"state web-a=Normal"}},
+		{"recreate update within maxUnavailable", snapshot(cloneSet(4, "", "2", ""),
+			readyPod("a", oldRev), readyPod("b", oldRev), readyPod("c", oldRev), readyPod("d", oldRev)),
+			[]string{"MarkSpecifiedDelete web-a", "MarkSpecifiedDelete web-b"}},
+		{"update waits for budget", snapshot(cloneSet(4, "", "1", ""),
+			readyPod("a", oldRev), readyPod("b", oldRev), readyPod("c", oldRev), readyPod("d", newRev, notReady)),
+			nil},
+		{"paused does not update", func() Snapshot {
+			s := snapshot(cloneSet(2, "", "", ""), readyPod("a", oldRev), readyPod("b", oldRev))
+			s.CloneSet.Spec.UpdateStrategy.Paused = true
+			return s
+		}(), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Compute(tc.s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := names(p.Actions); !slices.Equal(got, tc.want) {
+				t.Errorf("got  %v\nwant %v", got, tc.want)
+			}
+		})
+	}
+}
