@@ -7,18 +7,15 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/manager"
 )
 
 // Leader election and events are needed whatever controllers run.
@@ -43,6 +40,7 @@ type options struct {
 	certDir              string
 	qps                  float64
 	burst                int
+	controllers          manager.Options
 }
 
 func run() error {
@@ -56,17 +54,16 @@ func run() error {
 	flag.StringVar(&o.certDir, "webhook-cert-dir", "", "Folder of the webhook serving certificate (tls.crt, tls.key); empty means the controller-runtime default.")
 	flag.Float64Var(&o.qps, "kube-api-qps", 20, "Client QPS towards the API server.")
 	flag.IntVar(&o.burst, "kube-api-burst", 30, "Client burst towards the API server.")
+	flag.IntVar(&o.controllers.CloneSetWorkers, "cloneset-workers", 3, "How many CloneSets reconcile at once.")
+	flag.DurationVar(&o.controllers.ExpectationTimeout, "expectation-timeout", 5*time.Minute, "How long a write the cache never shows may hold a CloneSet back.")
+	flag.BoolVar(&o.controllers.CloneSetExcludePreparingDelete, "cloneset-scaling-exclude-preparing-delete", false,
+		"Leave PreparingDelete pods out of every CloneSet's replica count, so scaling up creates new pods instead of reviving them.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
-
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(appsv1alpha1.AddToScheme(scheme))
-	utilruntime.Must(policyv1alpha1.AddToScheme(scheme))
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
@@ -76,7 +73,7 @@ func run() error {
 	cfg.UserAgent = "lifeline-manager"
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
+		Scheme:                  manager.Scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.healthAddr,
 		LeaderElection:          o.leaderElect,
@@ -104,6 +101,10 @@ func run() error {
 		return err
 	}
 
+	ctx := ctrl.SetupSignalHandler()
+	if err := manager.Setup(ctx, mgr, o.controllers); err != nil {
+		return fmt.Errorf("registering controllers: %w", err)
+	}
 	log.Info("starting manager")
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }

@@ -37,7 +37,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	client = kubernetes.NewForConfigOrDie(local.Config)
+	if err := installLifeline(ctx); err != nil {
+		local.Stop()
+		fmt.Fprintln(os.Stderr, "installing Lifeline:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	stopManager()
 	local.Stop()
 	if code == 0 {
 		os.RemoveAll(dir)

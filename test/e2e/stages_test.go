@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -266,3 +267,5 @@ func setPodCondition(t *testing.T, ns, name string, ct corev1.PodConditionType, 
 		t.Fatal(err)
 	}
 }
+
+func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }

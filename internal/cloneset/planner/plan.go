@@ -68,9 +68,23 @@ type Action struct {
 	Reason string
 }
 
+// Phase is the part of the reconcile a plan comes from.
+type Phase string
+
+const (
+	// PhaseScale creates and deletes pods.
+	PhaseScale Phase = "Scale"
+	// PhaseRefresh moves pods between lifecycle states.
+	PhaseRefresh Phase = "Refresh"
+	// PhaseUpdate moves pods to the update revision.
+	PhaseUpdate Phase = "Update"
+)
+
 // Plan is what to do now. Actions of one plan are independent of each other
 // and may run in any order or concurrently.
 type Plan struct {
+	// Phase says where the actions come from; only one phase acts per step.
+	Phase   Phase
 	Actions []Action
 	Diffs   Diffs
 	// ScaleUpLimited is set when scaleStrategy.maxUnavailable held back
@@ -99,13 +113,14 @@ func Compute(s Snapshot) (Plan, error) {
 	p.RequeueAfter = nextAvailability(s.Pods, minReady, s.Now)
 
 	if actions := scale(s, &p, podsToDelete); len(actions) > 0 {
-		p.Actions = actions
+		p.Phase, p.Actions = PhaseScale, actions
 		return p, nil
 	}
 	if actions := refreshStates(s); len(actions) > 0 {
-		p.Actions = actions
+		p.Phase, p.Actions = PhaseRefresh, actions
 		return p, nil
 	}
+	p.Phase = PhaseUpdate
 	p.Actions, err = update(s, p.Diffs)
 	return p, err
 }

@@ -1,0 +1,480 @@
+// Package controller runs CloneSets: it reads a snapshot of a CloneSet and its
+// pods, asks the planner what to do, and executes the plan with
+// expectations, so a stale cache or a restart never acts twice.
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
+)
+
+// ownerIndex indexes pods, PVCs and revisions by the UID of their
+// controller, so a CloneSet lists what it owns, never adopting orphans.
+const ownerIndex = "lifeline.ownerUID"
+
+// Options tune the controller.
+type Options struct {
+	// Workers is how many CloneSets reconcile at once.
+	Workers int
+	// ExpectationTimeout bounds how long a write the cache never shows
+	// holds a CloneSet back.
+	ExpectationTimeout time.Duration
+	// ExcludePreparingDelete leaves PreparingDelete pods out of every
+	// CloneSet's replica count.
+	ExcludePreparingDelete bool
+}
+
+// Reconciler reconciles CloneSets.
+type Reconciler struct {
+	client.Client
+	// APIReader reads around the cache, for the rare checks that must see
+	// the latest state.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Clock     clock.Clock
+	Options   Options
+
+	expectations *expectations
+}
+
+// +kubebuilder:rbac:groups=apps.kruise.io,resources=clonesets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=apps.kruise.io,resources=clonesets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps.kruise.io,resources=clonesets/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;update;patch;delete
+
+// SetupWithManager registers the controller and the owner index.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Options.ExpectationTimeout == 0 {
+		r.Options.ExpectationTimeout = 5 * time.Minute
+	}
+	if r.Options.Workers == 0 {
+		r.Options.Workers = 3
+	}
+	r.expectations = newExpectations(r.Options.ExpectationTimeout)
+	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.PersistentVolumeClaim{}, &appsv1.ControllerRevision{}} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, ownerIndex, func(o client.Object) []string {
+			if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "CloneSet" {
+				return []string{string(ref.UID)}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	owned := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1alpha1.CloneSet{}, handler.OnlyControllerOwner())
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&appsv1alpha1.CloneSet{}).
+		Watches(&corev1.Pod{}, owned).
+		Watches(&corev1.PersistentVolumeClaim{}, owned).
+		Watches(&appsv1.ControllerRevision{}, owned).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
+		Complete(r)
+}
+
+// Reconcile moves one CloneSet one step towards its spec.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	cs := &appsv1alpha1.CloneSet{}
+	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.expectations.Forget(req.NamespacedName)
+			deleteGauges(req.Namespace, req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	now := r.Clock.Now()
+
+	owned := &corev1.PodList{}
+	if err := r.List(ctx, owned, client.InNamespace(cs.Namespace), client.MatchingFields{ownerIndex: string(cs.UID)}); err != nil {
+		return ctrl.Result{}, err
+	}
+	all := make([]*corev1.Pod, 0, len(owned.Items))
+	for i := range owned.Items {
+		all = append(all, &owned.Items[i])
+	}
+	ok, waiting, expired := r.expectations.Satisfied(req.NamespacedName, all, now)
+	if expired > 0 {
+		expectationsExpired.WithLabelValues(cs.Namespace, cs.Name).Add(float64(expired))
+		logger.Info("dropped expectations the cache never met", "count", expired)
+	}
+	if !ok {
+		// The watch event that meets the expectation requeues us; the
+		// delay only bounds a missed one.
+		logger.V(1).Info("waiting for the cache", "for", waiting)
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+
+	selector, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	active, err := r.activePods(ctx, cs, all, selector)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	pvcs, err := r.ownedPVCs(ctx, cs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	revs, err := r.syncRevisions(ctx, cs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	snap := planner.Snapshot{
+		CloneSet: cs, Pods: active, PVCs: pvcs,
+		UpdateRevision: revs.update.Name, CurrentRevision: revs.current.Name,
+		ExcludePreparingDelete: r.Options.ExcludePreparingDelete || cs.Labels[appsv1alpha1.CloneSetScalingExcludePreparingDeleteKey] == "true",
+		NewInstanceID:          randomID, Now: now,
+	}
+	status := cs.Status.DeepCopy()
+	var result ctrl.Result
+	var syncErr error
+	if cs.DeletionTimestamp == nil {
+		result, syncErr = r.sync(ctx, cs, snap, revs, status)
+	}
+
+	newStatus, deadline := planner.Status(snap, *status, revs.collisionCount, selector.String())
+	if err := r.writeStatus(ctx, cs, newStatus); err != nil {
+		return ctrl.Result{}, errors.Join(syncErr, err)
+	}
+	recordGauges(cs, &newStatus)
+	if err := r.prunePodsToDelete(ctx, cs, all); err != nil {
+		return ctrl.Result{}, errors.Join(syncErr, err)
+	}
+	if err := r.truncateHistory(ctx, cs, revs, active); err != nil {
+		return ctrl.Result{}, errors.Join(syncErr, err)
+	}
+	if deadline > 0 && (result.RequeueAfter == 0 || deadline < result.RequeueAfter) {
+		result.RequeueAfter = deadline
+	}
+	return result, syncErr
+}
+
+// sync plans and executes one step, and records failures in conditions.
+func (r *Reconciler) sync(ctx context.Context, cs *appsv1alpha1.CloneSet, snap planner.Snapshot, revs *revisions, status *appsv1alpha1.CloneSetStatus) (ctrl.Result, error) {
+	plan, err := planner.Compute(snap)
+	if err != nil {
+		r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "FailedPlan", "Plan", "%v", err)
+		planner.SetFailure(status, appsv1alpha1.CloneSetConditionFailedUpdate, err, snap.Now)
+		return ctrl.Result{}, err
+	}
+	if plan.ScaleUpLimited {
+		r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "ScaleUpLimited", "Scale",
+			"scaleUp is limited because of scaleStrategy.maxUnavailable, limit: %d", plan.Diffs.ScaleUpLimit)
+	}
+	failures := r.execute(ctx, cs, revs, plan.Actions)
+	conditionType := appsv1alpha1.CloneSetConditionFailedUpdate
+	if plan.Phase == planner.PhaseScale {
+		conditionType = appsv1alpha1.CloneSetConditionFailedScale
+	}
+	if err := errors.Join(failures...); err != nil {
+		planner.SetFailure(status, conditionType, err, snap.Now)
+		return ctrl.Result{}, err
+	}
+	if len(plan.Actions) > 0 {
+		planner.ClearFailure(status, conditionType)
+	}
+	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+}
+
+// activePods returns the owned pods that count: not terminating, not
+// finished. Owned pods that no longer match the selector are released,
+// as a ReplicaSet releases them.
+func (r *Reconciler) activePods(ctx context.Context, cs *appsv1alpha1.CloneSet, all []*corev1.Pod, selector labels.Selector) ([]*corev1.Pod, error) {
+	var active []*corev1.Pod
+	for _, pod := range all {
+		if !selector.Matches(labels.Set(pod.Labels)) {
+			if err := r.release(ctx, cs, pod); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+			active = append(active, pod)
+		}
+	}
+	return active, nil
+}
+
+func (r *Reconciler) release(ctx context.Context, cs *appsv1alpha1.CloneSet, pod *corev1.Pod) error {
+	patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"$patch":"delete","uid":%q}],"uid":%q}}`, cs.UID, pod.UID)
+	err := r.Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, []byte(patch)))
+	if err == nil {
+		r.Recorder.Eventf(cs, pod, corev1.EventTypeNormal, "ReleasedPod", "Release", "released pod %s, which no longer matches the selector", pod.Name)
+	}
+	return client.IgnoreNotFound(err)
+}
+
+func (r *Reconciler) ownedPVCs(ctx context.Context, cs *appsv1alpha1.CloneSet) ([]*corev1.PersistentVolumeClaim, error) {
+	list := &corev1.PersistentVolumeClaimList{}
+	if err := r.List(ctx, list, client.InNamespace(cs.Namespace), client.MatchingFields{ownerIndex: string(cs.UID)}); err != nil {
+		return nil, err
+	}
+	var pvcs []*corev1.PersistentVolumeClaim
+	for i := range list.Items {
+		if list.Items[i].DeletionTimestamp == nil {
+			pvcs = append(pvcs, &list.Items[i])
+		}
+	}
+	return pvcs, nil
+}
+
+// writeStatus writes the status if it changed.
+func (r *Reconciler) writeStatus(ctx context.Context, cs *appsv1alpha1.CloneSet, status appsv1alpha1.CloneSetStatus) error {
+	if apiequality.Semantic.DeepEqual(cs.Status, status) {
+		return nil
+	}
+	updated := cs.DeepCopy()
+	updated.Status = status
+	return r.Status().Update(ctx, updated)
+}
+
+// prunePodsToDelete removes from scaleStrategy.podsToDelete the names of
+// pods that no longer exist.
+func (r *Reconciler) prunePodsToDelete(ctx context.Context, cs *appsv1alpha1.CloneSet, all []*corev1.Pod) error {
+	if len(cs.Spec.ScaleStrategy.PodsToDelete) == 0 {
+		return nil
+	}
+	exists := map[string]bool{}
+	for _, pod := range all {
+		if pod.DeletionTimestamp == nil {
+			exists[pod.Name] = true
+		}
+	}
+	var keep []string
+	for _, name := range cs.Spec.ScaleStrategy.PodsToDelete {
+		if exists[name] {
+			keep = append(keep, name)
+		}
+	}
+	if len(keep) == len(cs.Spec.ScaleStrategy.PodsToDelete) {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": cs.ResourceVersion},
+		"spec":     map[string]any{"scaleStrategy": map[string]any{"podsToDelete": keep}},
+	})
+	if err != nil {
+		return err
+	}
+	err = r.Patch(ctx, cs.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
+	if apierrors.IsConflict(err) {
+		return nil // a newer version will be reconciled and pruned
+	}
+	return err
+}
+
+// execute runs the plan's actions concurrently. Creations go in slow-start
+// batches (1, 2, 4, ...) and stop at the first failing batch, so a quota or
+// webhook that rejects pods costs one failed request, not hundreds.
+func (r *Reconciler) execute(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *revisions, actions []planner.Action) []error {
+	var creates, others []planner.Action
+	for _, a := range actions {
+		if a.Type == planner.CreatePod {
+			creates = append(creates, a)
+		} else {
+			others = append(others, a)
+		}
+	}
+	var errs []error
+	var mu sync.Mutex
+	run := func(batch []planner.Action) int {
+		var wg sync.WaitGroup
+		failed := 0
+		for _, a := range batch {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := r.act(ctx, cs, revs, a); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					failed++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		return failed
+	}
+	for size := 1; len(creates) > 0; size *= 2 {
+		n := min(size, len(creates))
+		if run(creates[:n]) > 0 {
+			break
+		}
+		creates = creates[n:]
+	}
+	run(others)
+	return errs
+}
+
+func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *revisions, a planner.Action) error {
+	key := client.ObjectKeyFromObject(cs)
+	now := r.Clock.Now()
+	fail := func(action string, err error) error {
+		actionFailures.WithLabelValues(cs.Namespace, cs.Name, action).Inc()
+		return err
+	}
+	switch a.Type {
+	case planner.CreatePod:
+		cr := revs.update
+		if a.Revision == revs.current.Name {
+			cr = revs.current
+		}
+		pod, err := newPod(cs, cr, a.InstanceID, now)
+		if err != nil {
+			return fail("create", err)
+		}
+		for _, pvc := range newPVCs(cs, a.InstanceID) {
+			if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+				r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "failed to create pvc: %v", err)
+				return fail("create", fmt.Errorf("creating pvc %s: %w", pvc.Name, err))
+			}
+		}
+		if err := r.Create(ctx, pod); err != nil {
+			r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "failed to create pod: %v", err)
+			return fail("create", fmt.Errorf("creating pod %s: %w", pod.Name, err))
+		}
+		r.expectations.ExpectCreated(key, pod.Name, now)
+		podsCreated.WithLabelValues(cs.Namespace, cs.Name).Inc()
+		r.Recorder.Eventf(cs, pod, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "succeed to create pod %s (%s)", pod.Name, a.Reason)
+
+	case planner.DeletePod:
+		err := r.Delete(ctx, a.Pod, client.Preconditions{UID: &a.Pod.UID})
+		if err != nil && !apierrors.IsNotFound(err) {
+			r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, "FailedDelete", "Delete", "failed to delete pod %s: %v", a.Pod.Name, err)
+			return fail("delete", fmt.Errorf("deleting pod %s: %w", a.Pod.Name, err))
+		}
+		r.expectations.ExpectDeleted(key, a.Pod.Name, now)
+		podsDeleted.WithLabelValues(cs.Namespace, cs.Name).Inc()
+		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "succeed to delete pod %s (%s)", a.Pod.Name, a.Reason)
+		// The controller deleting a pod also deletes its volumes; only a
+		// pod that vanished otherwise leaves them for its successor.
+		if err := r.deletePVCs(ctx, cs, a.Pod.Labels[appsv1alpha1.CloneSetInstanceID]); err != nil {
+			return fail("delete", err)
+		}
+
+	case planner.SetState:
+		patch := map[string]any{"metadata": map[string]any{
+			"labels":      map[string]string{pub.LifecycleStateKey: string(a.State)},
+			"annotations": map[string]string{pub.LifecycleTimestampKey: now.Format(time.RFC3339)},
+		}}
+		if err := r.patchPod(ctx, key, a.Pod, patch); err != nil {
+			return fail("patch", err)
+		}
+		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "LifecycleStateChanged", "SetState",
+			"pod %s: %s → %s (%s)", a.Pod.Name, stateOrNone(a.Pod), a.State, a.Reason)
+
+	case planner.MarkSpecifiedDelete:
+		patch := map[string]any{"metadata": map[string]any{"labels": map[string]string{appsv1alpha1.SpecifiedDeleteKey: "true"}}}
+		if err := r.patchPod(ctx, key, a.Pod, patch); err != nil {
+			return fail("patch", err)
+		}
+		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "SuccessfulUpdatePodReCreate", "Update",
+			"successfully patch pod %s specified-delete for update(revision %s)", a.Pod.Name, a.Revision)
+	}
+	return nil
+}
+
+func stateOrNone(pod *corev1.Pod) string {
+	if s := planner.State(pod); s != "" {
+		return string(s)
+	}
+	return "(none)"
+}
+
+// patchPod sends a strategic merge patch guarded by the pod's UID and
+// resourceVersion, so a plan made from a stale pod fails instead of
+// overwriting what changed since.
+func (r *Reconciler) patchPod(ctx context.Context, owner types.NamespacedName, pod *corev1.Pod, patch map[string]any) error {
+	meta := patch["metadata"].(map[string]any)
+	meta["uid"], meta["resourceVersion"] = pod.UID, pod.ResourceVersion
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	target := pod.DeepCopy()
+	if err := r.Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, data)); err != nil {
+		return fmt.Errorf("patching pod %s: %w", pod.Name, err)
+	}
+	r.expectations.ExpectChanged(owner, pod.Name, pod.ResourceVersion, r.Clock.Now())
+	return nil
+}
+
+func (r *Reconciler) deletePVCs(ctx context.Context, cs *appsv1alpha1.CloneSet, id string) error {
+	if id == "" || len(cs.Spec.VolumeClaimTemplates) == 0 {
+		return nil
+	}
+	pvcs, err := r.ownedPVCs(ctx, cs)
+	if err != nil {
+		return err
+	}
+	for _, pvc := range pvcs {
+		if pvc.Labels[appsv1alpha1.CloneSetInstanceID] == id {
+			if err := r.Delete(ctx, pvc); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting pvc %s: %w", pvc.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func recordGauges(cs *appsv1alpha1.CloneSet, st *appsv1alpha1.CloneSetStatus) {
+	desired := int32(1)
+	if cs.Spec.Replicas != nil {
+		desired = *cs.Spec.Replicas
+	}
+	for kind, v := range map[string]int32{
+		"desired": desired, "current": st.Replicas, "updated": st.UpdatedReplicas, "ready": st.ReadyReplicas,
+		"available": st.AvailableReplicas, "expected_updated": st.ExpectedUpdatedReplicas,
+	} {
+		replicasGauge.WithLabelValues(cs.Namespace, cs.Name, kind).Set(float64(v))
+	}
+}
+
+func deleteGauges(namespace, name string) {
+	replicasGauge.DeletePartialMatch(map[string]string{"namespace": namespace, "cloneset": name})
+}
+
+// randomID is a new instance id: five characters of Kubernetes' safe
+// alphabet, as OpenKruise's, so pod names look alike.
+func randomID() string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, 5)
+	for i := range b {
+		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		b[i] = alphabet[n.Int64()]
+	}
+	return string(b)
+}

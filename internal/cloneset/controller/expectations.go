@@ -1,0 +1,117 @@
+package controller
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// expectations remember what this controller did that its informer cache
+// has not shown yet: pods it created, deleted or patched. A reconcile that
+// planned from a cache missing its own writes would create or delete twice,
+// so the controller plans only once every expectation is met.
+//
+// Expectations are checked against the pods the cache holds, not counted
+// from events, so they never drift, and a restarted controller, whose cache
+// is fresh, needs none.
+type expectations struct {
+	mu      sync.Mutex
+	timeout time.Duration
+	byOwner map[types.NamespacedName]map[string]expectation
+}
+
+type expectationKind int
+
+const (
+	expectCreated expectationKind = iota
+	expectDeleted
+	expectChanged
+)
+
+type expectation struct {
+	kind expectationKind
+	// resourceVersion is, for expectChanged, the version before the patch.
+	resourceVersion string
+	since           time.Time
+}
+
+func newExpectations(timeout time.Duration) *expectations {
+	return &expectations{timeout: timeout, byOwner: map[types.NamespacedName]map[string]expectation{}}
+}
+
+func (e *expectations) expect(owner types.NamespacedName, pod string, x expectation) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.byOwner[owner] == nil {
+		e.byOwner[owner] = map[string]expectation{}
+	}
+	e.byOwner[owner][pod] = x
+}
+
+// ExpectCreated records that pod was created.
+func (e *expectations) ExpectCreated(owner types.NamespacedName, pod string, now time.Time) {
+	e.expect(owner, pod, expectation{kind: expectCreated, since: now})
+}
+
+// ExpectDeleted records that pod was deleted.
+func (e *expectations) ExpectDeleted(owner types.NamespacedName, pod string, now time.Time) {
+	e.expect(owner, pod, expectation{kind: expectDeleted, since: now})
+}
+
+// ExpectChanged records that pod, at resourceVersion, was patched.
+func (e *expectations) ExpectChanged(owner types.NamespacedName, pod, resourceVersion string, now time.Time) {
+	e.expect(owner, pod, expectation{kind: expectChanged, resourceVersion: resourceVersion, since: now})
+}
+
+// Forget drops every expectation of owner, e.g. when it is deleted.
+func (e *expectations) Forget(owner types.NamespacedName) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.byOwner, owner)
+}
+
+// Satisfied checks owner's expectations against the pods the cache holds
+// (every owned pod, terminating ones included), drops those met, and says
+// what is still awaited. Expectations older than the timeout are dropped
+// too and counted as expired: a write the cache never shows must not wedge
+// the CloneSet for ever.
+func (e *expectations) Satisfied(owner types.NamespacedName, cached []*corev1.Pod, now time.Time) (ok bool, waiting string, expired int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	pending := e.byOwner[owner]
+	if len(pending) == 0 {
+		return true, "", 0
+	}
+	byName := make(map[string]*corev1.Pod, len(cached))
+	for _, p := range cached {
+		byName[p.Name] = p
+	}
+	for name, x := range pending {
+		pod, found := byName[name]
+		met := false
+		switch x.kind {
+		case expectCreated:
+			met = found
+		case expectDeleted:
+			met = !found || pod.DeletionTimestamp != nil
+		case expectChanged:
+			met = !found || pod.ResourceVersion != x.resourceVersion
+		}
+		switch {
+		case met:
+			delete(pending, name)
+		case now.Sub(x.since) > e.timeout:
+			delete(pending, name)
+			expired++
+		case waiting == "":
+			waiting = fmt.Sprintf("pod %s to be %s in the cache", name, [...]string{"created", "deleted", "updated"}[x.kind])
+		}
+	}
+	if len(pending) == 0 {
+		delete(e.byOwner, owner)
+	}
+	return waiting == "", waiting, expired
+}

@@ -1,0 +1,51 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestExpectationsFollowTheCache(t *testing.T) {
+	owner := types.NamespacedName{Namespace: "ns", Name: "web"}
+	t0 := time.Now()
+	e := newExpectations(time.Minute)
+	pod := func(name, rv string, deleting bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
+		if deleting {
+			p.DeletionTimestamp = &metav1.Time{Time: t0}
+		}
+		return p
+	}
+	if ok, _, _ := e.Satisfied(owner, nil, t0); !ok {
+		t.Fatal("no expectations, not satisfied")
+	}
+	e.ExpectCreated(owner, "web-a", t0)
+	e.ExpectDeleted(owner, "web-b", t0)
+	e.ExpectChanged(owner, "web-c", "7", t0)
+
+	cache := []*corev1.Pod{pod("web-b", "3", false), pod("web-c", "7", false)}
+	if ok, waiting, _ := e.Satisfied(owner, cache, t0); ok || waiting == "" {
+		t.Fatal("satisfied before the cache saw anything")
+	}
+	cache = []*corev1.Pod{pod("web-a", "1", false), pod("web-b", "4", true), pod("web-c", "7", false)}
+	if ok, waiting, _ := e.Satisfied(owner, cache, t0); ok || waiting != "pod web-c to be updated in the cache" {
+		t.Fatalf("waiting = %q", waiting)
+	}
+	cache[2] = pod("web-c", "8", false)
+	if ok, _, _ := e.Satisfied(owner, cache, t0); !ok {
+		t.Fatal("not satisfied once the cache caught up")
+	}
+	// Met expectations are gone: the pod disappearing later changes nothing.
+	if ok, _, _ := e.Satisfied(owner, nil, t0); !ok {
+		t.Fatal("met expectations came back")
+	}
+
+	e.ExpectCreated(owner, "web-z", t0)
+	if ok, _, expired := e.Satisfied(owner, nil, t0.Add(2*time.Minute)); !ok || expired != 1 {
+		t.Fatalf("an expectation past the timeout: ok %v, expired %d", ok, expired)
+	}
+}

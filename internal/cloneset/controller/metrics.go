@@ -1,0 +1,33 @@
+package controller
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	podsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lifeline_cloneset_pods_created_total",
+		Help: "Pods created by the CloneSet controller.",
+	}, []string{"namespace", "cloneset"})
+	podsDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lifeline_cloneset_pods_deleted_total",
+		Help: "Pods deleted by the CloneSet controller.",
+	}, []string{"namespace", "cloneset"})
+	actionFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lifeline_cloneset_action_failures_total",
+		Help: "Pod actions (create, delete, patch) of the CloneSet controller that failed.",
+	}, []string{"namespace", "cloneset", "action"})
+	replicasGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "lifeline_cloneset_replicas",
+		Help: "A CloneSet's pods by kind: desired, current, updated, ready, available, expected_updated. updated/expected_updated is the rollout's progress.",
+	}, []string{"namespace", "cloneset", "kind"})
+	expectationsExpired = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lifeline_cloneset_expectations_expired_total",
+		Help: "Writes the CloneSet controller made that its cache did not show within the expectation timeout.",
+	}, []string{"namespace", "cloneset"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(podsCreated, podsDeleted, actionFailures, replicasGauge, expectationsExpired)
+}

@@ -1,0 +1,382 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+)
+
+func newCloneSet(ns, name string, replicas int32) *appsv1alpha1.CloneSet {
+	labels := map[string]string{"app": name}
+	return &appsv1alpha1.CloneSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1alpha1.CloneSetSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "nginx:1.27"}}},
+			},
+		},
+	}
+}
+
+func createCloneSet(t *testing.T, cs *appsv1alpha1.CloneSet) {
+	t.Helper()
+	if err := k8s.Create(context.Background(), cs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// updateCloneSet applies change to the latest CloneSet, retrying conflicts
+// with the controller's own writes.
+func updateCloneSet(t *testing.T, cs *appsv1alpha1.CloneSet, change func(*appsv1alpha1.CloneSet)) {
+	t.Helper()
+	eventually(t, 30*time.Second, "update CloneSet", func(ctx context.Context) (bool, string, error) {
+		if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(cs), cs); err != nil {
+			return false, err.Error(), nil
+		}
+		change(cs)
+		err := k8s.Update(ctx, cs)
+		return err == nil, fmt.Sprint(err), nil
+	})
+}
+
+// waitCloneSet polls until the CloneSet's status satisfies ok.
+func waitCloneSet(t *testing.T, cs *appsv1alpha1.CloneSet, what string, ok func(*appsv1alpha1.CloneSet) bool) {
+	t.Helper()
+	eventually(t, 2*time.Minute, what, func(ctx context.Context) (bool, string, error) {
+		if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(cs), cs); err != nil {
+			return false, err.Error(), nil
+		}
+		return ok(cs), fmt.Sprintf("generation %d, status %+v", cs.Generation, cs.Status), nil
+	})
+}
+
+// settled: every pod is at the update revision, available, and status is
+// current.
+func settled(replicas int32) func(*appsv1alpha1.CloneSet) bool {
+	return func(cs *appsv1alpha1.CloneSet) bool {
+		s := cs.Status
+		return s.ObservedGeneration == cs.Generation && s.Replicas == replicas && s.UpdatedReplicas == replicas &&
+			s.AvailableReplicas == replicas && s.UpdatedAvailableReplicas == replicas && s.ReadyReplicas == replicas &&
+			s.CurrentRevision == s.UpdateRevision
+	}
+}
+
+func clonePods(t *testing.T, cs *appsv1alpha1.CloneSet) []corev1.Pod {
+	t.Helper()
+	list := &corev1.PodList{}
+	if err := k8s.List(context.Background(), list, ctrlclient.InNamespace(cs.Namespace), ctrlclient.MatchingLabels(cs.Spec.Selector.MatchLabels)); err != nil {
+		t.Fatal(err)
+	}
+	var live []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			live = append(live, p)
+		}
+	}
+	return live
+}
+
+func TestCloneSetScalesUpWithNamedPodsAndFullStatus(t *testing.T) {
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "web", 5)
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "5 pods available", settled(5))
+
+	st := cs.Status
+	if st.LabelSelector != "app=web" || st.ExpectedUpdatedReplicas != 5 || st.CollisionCount == nil || *st.CollisionCount != 0 ||
+		!strings.HasPrefix(st.UpdateRevision, "web-") {
+		t.Errorf("status: %+v", st)
+	}
+	ids := map[string]bool{}
+	for _, p := range clonePods(t, cs) {
+		id := p.Labels[appsv1alpha1.CloneSetInstanceID]
+		if p.Name != "web-"+id || len(id) != 5 || ids[id] {
+			t.Errorf("pod %s: instance id %q", p.Name, id)
+		}
+		ids[id] = true
+		if p.Labels[appsv1.ControllerRevisionHashLabelKey] != st.UpdateRevision || p.Labels[pub.LifecycleStateKey] != "Normal" ||
+			p.Annotations[pub.LifecycleTimestampKey] == "" || p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != strings.TrimPrefix(st.UpdateRevision, "web-") {
+			t.Errorf("pod %s labels %v annotations %v", p.Name, p.Labels, p.Annotations)
+		}
+		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != cs.UID || ref.APIVersion != "apps.kruise.io/v1alpha1" {
+			t.Errorf("pod %s owner %+v", p.Name, ref)
+		}
+	}
+	if len(ids) != 5 {
+		t.Errorf("%d pods", len(ids))
+	}
+	// The revision name is OpenKruise's for the same template (reference
+	// §3.8's vector), so migrated pods stay at their revision.
+	demo := newCloneSet(ns, "demo", 1)
+	demo.Spec.Template.Labels = map[string]string{"app": "demo"}
+	demo.Spec.Selector.MatchLabels = map[string]string{"app": "demo"}
+	demo.Spec.Template.Spec.Containers[0].Image = "nginx:alpine"
+	createCloneSet(t, demo)
+	waitCloneSet(t, demo, "revision", func(c *appsv1alpha1.CloneSet) bool { return c.Status.UpdateRevision != "" })
+	if demo.Status.UpdateRevision != "demo-c97894f48" {
+		t.Errorf("revision %s, OpenKruise names it demo-c97894f48", demo.Status.UpdateRevision)
+	}
+}
+
+func TestCloneSetRecreateUpdateRespectsMaxUnavailableAndPartition(t *testing.T) {
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "roll", 4)
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "4 pods available", settled(4))
+	firstRevision := cs.Status.UpdateRevision
+
+	// partition 99% of 4 updates exactly one pod (the v1.2 rule).
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) {
+		c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
+		c.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromString("99%"))
+	})
+	waitCloneSet(t, cs, "one pod updated", func(c *appsv1alpha1.CloneSet) bool {
+		s := c.Status
+		if s.AvailableReplicas < 3 && s.ObservedGeneration == c.Generation && s.Replicas == 4 {
+			t.Fatalf("%d of 4 available with maxUnavailable 1: %+v", s.AvailableReplicas, s)
+		}
+		return s.ObservedGeneration == c.Generation && s.UpdatedAvailableReplicas == 1 && s.AvailableReplicas == 4 && s.Replicas == 4
+	})
+	if cs.Status.ExpectedUpdatedReplicas != 1 || cs.Status.CurrentRevision != firstRevision || cs.Status.UpdatedReplicas != 1 {
+		t.Errorf("under partition: %+v", cs.Status)
+	}
+
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.UpdateStrategy.Partition = nil })
+	minAvailable := int32(4)
+	waitCloneSet(t, cs, "all pods updated", func(c *appsv1alpha1.CloneSet) bool {
+		if c.Status.ObservedGeneration == c.Generation {
+			minAvailable = min(minAvailable, c.Status.AvailableReplicas)
+		}
+		return settled(4)(c)
+	})
+	if minAvailable < 3 {
+		t.Errorf("availability fell to %d of 4 with maxUnavailable 1", minAvailable)
+	}
+	for _, p := range clonePods(t, cs) {
+		if p.Spec.Containers[0].Image != "nginx:1.28" {
+			t.Errorf("pod %s still runs %s", p.Name, p.Spec.Containers[0].Image)
+		}
+	}
+}
+
+func TestCloneSetScaleInOrderAndSpecifiedDeletes(t *testing.T) {
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "order", 4)
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "4 pods available", settled(4))
+	pods := clonePods(t, cs)
+
+	// The cheapest pod goes first on scale-in.
+	cheap := pods[2].Name
+	patchPod(t, ns, cheap, `{"metadata":{"annotations":{"controller.kubernetes.io/pod-deletion-cost":"-100"}}}`)
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To[int32](3) })
+	waitCloneSet(t, cs, "3 pods", settled(3))
+	if names := podNames(clonePods(t, cs)); slices.Contains(names, cheap) {
+		t.Errorf("scale-in kept %s, the pod with the lowest deletion cost: %v", cheap, names)
+	}
+
+	// podsToDelete: that pod goes, a new one replaces it, the list is pruned.
+	pods = clonePods(t, cs)
+	victim := pods[0].Name
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.ScaleStrategy.PodsToDelete = []string{victim} })
+	waitCloneSet(t, cs, "podsToDelete done", func(c *appsv1alpha1.CloneSet) bool {
+		return len(c.Spec.ScaleStrategy.PodsToDelete) == 0 && settled(3)(c) && !slices.Contains(podNames(clonePods(t, c)), victim)
+	})
+
+	// The specified-delete label does the same.
+	pods = clonePods(t, cs)
+	victim = pods[1].Name
+	patchPod(t, ns, victim, `{"metadata":{"labels":{"apps.kruise.io/specified-delete":"true"}}}`)
+	waitCloneSet(t, cs, "specified-delete pod replaced", func(c *appsv1alpha1.CloneSet) bool {
+		return settled(3)(c) && !slices.Contains(podNames(clonePods(t, c)), victim)
+	})
+}
+
+func TestCloneSetPVCsAreCreatedAndReusedByRebuiltPods(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "data", 2)
+	// No provisioner runs here: volumes for the claims to bind to.
+	for i := 0; i < 2; i++ {
+		pv := &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-pv-%d", ns, i)},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:               corev1.ResourceList{corev1.ResourceStorage: mustQuantity("1Gi")},
+				AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + ns}},
+			},
+		}
+		if err := k8s.Create(ctx, pv); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), pv) })
+	}
+	cs.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
+		ObjectMeta: metav1.ObjectMeta{Name: "vol"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: mustQuantity("1Gi")}},
+		},
+	}}
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "2 pods available", settled(2))
+	pods := clonePods(t, cs)
+	for _, p := range pods {
+		pvc := &corev1.PersistentVolumeClaim{}
+		name := "vol-data-" + p.Labels[appsv1alpha1.CloneSetInstanceID]
+		if err := k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: name}, pvc); err != nil {
+			t.Fatalf("pvc of %s: %v", p.Name, err)
+		}
+		if p.Spec.Volumes[0].PersistentVolumeClaim == nil || p.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != name {
+			t.Errorf("pod %s volumes %+v", p.Name, p.Spec.Volumes)
+		}
+	}
+	// A pod deleted by someone else comes back with its name and claim.
+	lost := pods[0]
+	if err := k8s.Delete(ctx, &lost); err != nil {
+		t.Fatal(err)
+	}
+	waitCloneSet(t, cs, "the lost pod rebuilt", func(c *appsv1alpha1.CloneSet) bool {
+		for _, p := range clonePods(t, c) {
+			if p.Name == lost.Name && p.UID != lost.UID {
+				return settled(2)(c)
+			}
+		}
+		return false
+	})
+	// The controller scaling in deletes the pod's claims with it.
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To[int32](0) })
+	eventually(t, time.Minute, "claims deleted with their pods", func(ctx context.Context) (bool, string, error) {
+		list := &corev1.PersistentVolumeClaimList{}
+		if err := k8s.List(ctx, list, ctrlclient.InNamespace(ns)); err != nil {
+			return false, err.Error(), nil
+		}
+		live := 0
+		for _, p := range list.Items {
+			if p.DeletionTimestamp == nil {
+				live++
+			}
+		}
+		return live == 0, fmt.Sprintf("%d claims left", live), nil
+	})
+}
+
+func TestCloneSetPreDeleteHookHoldsPodUntilReleased(t *testing.T) {
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "hooked", 2)
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"example.com/drain": "true"}}}
+	cs.Spec.Template.Labels["example.com/drain"] = "true"
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "2 pods available", settled(2))
+
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To[int32](1) })
+	var held string
+	eventually(t, time.Minute, "a pod in PreparingDelete", func(context.Context) (bool, string, error) {
+		for _, p := range clonePods(t, cs) {
+			if p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingDelete) {
+				held = p.Name
+				return true, "", nil
+			}
+		}
+		return false, "none yet", nil
+	})
+	// Held: a controller restart does not delete it either.
+	if err := restartManager(); err != nil {
+		t.Fatal(err)
+	}
+	waitCloneSet(t, cs, "status counts the held pod", func(c *appsv1alpha1.CloneSet) bool {
+		return c.Status.ObservedGeneration == c.Generation && c.Status.Replicas == 2 && c.Status.AvailableReplicas == 1
+	})
+	if !slices.Contains(podNames(clonePods(t, cs)), held) {
+		t.Fatalf("held pod %s was deleted", held)
+	}
+	patchPod(t, ns, held, `{"metadata":{"labels":{"example.com/drain":"false"}}}`)
+	waitCloneSet(t, cs, "released pod deleted", func(c *appsv1alpha1.CloneSet) bool {
+		return settled(1)(c) && !slices.Contains(podNames(clonePods(t, c)), held)
+	})
+}
+
+func TestCloneSetNeverOvershootsAcrossControllerRestarts(t *testing.T) {
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "restart", 20)
+	// Every pod that ever exists in the namespace, in watch order.
+	w, err := client.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	createCloneSet(t, cs)
+	// Restart the manager mid scale-up, three times, with creations in
+	// flight and a fresh cache each time.
+	for _, seen := range []int{1, 5, 10} {
+		eventually(t, time.Minute, fmt.Sprintf("%d pods", seen), func(context.Context) (bool, string, error) {
+			n := len(clonePods(t, cs))
+			return n >= seen, fmt.Sprintf("%d pods", n), nil
+		})
+		if err := restartManager(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCloneSet(t, cs, "20 pods available", settled(20))
+	final := podNames(clonePods(t, cs))
+	ever := map[string]bool{}
+	eventually(t, time.Minute, "the watch to show the final pods", func(context.Context) (bool, string, error) {
+		for {
+			select {
+			case ev := <-w.ResultChan():
+				if p, ok := ev.Object.(*corev1.Pod); ok {
+					ever[p.Name] = true
+				}
+				continue
+			default:
+			}
+			break
+		}
+		for _, name := range final {
+			if !ever[name] {
+				return false, fmt.Sprintf("%d of 20 seen", len(ever)), nil
+			}
+		}
+		return true, "", nil
+	})
+	if len(ever) != 20 {
+		t.Errorf("%d pods existed for 20 replicas across restarts", len(ever))
+	}
+	if deleted := counter("lifeline_cloneset_pods_deleted_total", map[string]string{"namespace": ns, "cloneset": cs.Name}); deleted != 0 {
+		t.Errorf("the controllers deleted %v pods while scaling up", deleted)
+	}
+}
+
+func patchPod(t *testing.T, ns, name, patch string) {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := k8s.Patch(context.Background(), pod, ctrlclient.RawPatch("application/strategic-merge-patch+json", []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func podNames(pods []corev1.Pod) []string {
+	var names []string
+	for _, p := range pods {
+		names = append(names, p.Name)
+	}
+	return names
+}

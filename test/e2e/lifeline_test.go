@@ -1,0 +1,138 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	"github.com/lifeline-k8s/lifeline/internal/manager"
+)
+
+var (
+	k8s        ctrlclient.Client
+	managerMu  sync.Mutex
+	stopLatest func()
+)
+
+// installLifeline installs the CRDs and starts the manager in this process,
+// wired exactly as lifeline-manager wires it.
+func installLifeline(ctx context.Context) error {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		return err
+	}
+	if _, err := envtest.InstallCRDs(local.Config, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
+	}); err != nil {
+		return err
+	}
+	// The manager logs to the cluster's log folder, next to the other
+	// components; kept when a test fails.
+	logFile, err := os.Create(local.LogFile("lifeline-manager"))
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+	testConfig := rest.CopyConfig(local.Config)
+	testConfig.QPS, testConfig.Burst = 200, 400 // the tests' own client must not be what is slow
+	if k8s, err = ctrlclient.New(testConfig, ctrlclient.Options{Scheme: manager.Scheme()}); err != nil {
+		return err
+	}
+	return startManager()
+}
+
+// startManager starts a fresh manager: a new cache, new expectations, as
+// after a process restart.
+func startManager() error {
+	managerMu.Lock()
+	defer managerMu.Unlock()
+	cfg := rest.CopyConfig(local.Config)
+	cfg.QPS, cfg.Burst = 50, 100
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  manager.Scheme(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// The same controllers register again after each restart.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := manager.Setup(ctx, mgr, manager.Options{}); err != nil {
+		cancel()
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		cancel()
+		return fmt.Errorf("manager cache never synced")
+	}
+	stopLatest = func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+		}
+	}
+	return nil
+}
+
+func stopManager() {
+	managerMu.Lock()
+	defer managerMu.Unlock()
+	if stopLatest != nil {
+		stopLatest()
+		stopLatest = nil
+	}
+}
+
+// restartManager stops the manager and starts a new one, as a crash and
+// restart of lifeline-manager would.
+func restartManager() error {
+	stopManager()
+	return startManager()
+}
+
+// counter reads a counter of the in-process metrics registry; counters
+// outlive manager restarts, as they would not across processes.
+func counter(name string, labels map[string]string) float64 {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return -1
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
+					continue metric
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
