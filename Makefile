@@ -22,8 +22,9 @@ dev: ## Run a local cluster with Lifeline and the demo; Ctrl-C tears it down.
 generate: ## Regenerate deepcopy functions, CRDs and RBAC from the API markers.
 	@CONTROLLER_GEN=$$($(DEVCTL) bin controller-gen) && \
 	  $$CONTROLLER_GEN object paths=./api/... && \
-	  $$CONTROLLER_GEN crd rbac:roleName=lifeline-manager paths=./... \
-	    output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	  $$CONTROLLER_GEN crd rbac:roleName=lifeline-manager webhook paths=./... \
+	    output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
+	    output:webhook:artifacts:config=config/webhook
 
 .PHONY: verify-generated
 verify-generated: ## Fail when committed generated files differ from fresh ones.
@@ -33,7 +34,7 @@ verify-generated: ## Fail when committed generated files differ from fresh ones.
 vet:
 	$(GO) vet ./...
 	@for m in $(TOOLS_MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	@test -z "$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go'); exit 1; }
 
 .PHONY: test
 test: verify-generated vet ## Unit, integration (envtest) and end-to-end (local cluster) tests.

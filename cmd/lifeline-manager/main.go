@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/lifeline-k8s/lifeline/internal/manager"
+	"github.com/lifeline-k8s/lifeline/internal/webhookcerts"
 )
 
 // Leader election and events are needed whatever controllers run.
@@ -41,6 +44,9 @@ type options struct {
 	qps                  float64
 	burst                int
 	controllers          manager.Options
+	certManagement       string
+	certs                webhookcerts.Options
+	certSecret           string
 }
 
 func run() error {
@@ -51,7 +57,13 @@ func run() error {
 	flag.StringVar(&o.leaderElectNamespace, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to the pod's namespace.")
 	flag.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
 	flag.StringVar(&o.webhookHost, "webhook-host", "", "Address the admission webhook server binds to; empty means all interfaces.")
-	flag.StringVar(&o.certDir, "webhook-cert-dir", "", "Folder of the webhook serving certificate (tls.crt, tls.key); empty means the controller-runtime default.")
+	flag.StringVar(&o.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Folder of the webhook serving certificate (tls.crt, tls.key).")
+	flag.StringVar(&o.certManagement, "webhook-cert-management", "self",
+		"\"self\": generate a CA and serving certificate into --webhook-cert-secret, rotate them before they expire and keep the CA in the webhook configurations' caBundle; \"external\": another tool (e.g. cert-manager) writes --webhook-cert-dir and the caBundle.")
+	flag.StringVar(&o.certSecret, "webhook-cert-secret", "lifeline-system/lifeline-webhook-certs", "namespace/name of the Secret holding the self-managed CA and certificate.")
+	flag.StringVar(&o.certs.DNSName, "webhook-dns-name", "lifeline-webhook.lifeline-system.svc", "DNS name the API server reaches the webhook server by; the serving certificate is issued for it.")
+	flag.StringVar(&o.certs.MutatingConfiguration, "webhook-mutating-configuration", "lifeline-mutating-webhooks", "MutatingWebhookConfiguration whose caBundle is kept up to date.")
+	flag.StringVar(&o.certs.ValidatingConfiguration, "webhook-validating-configuration", "lifeline-validating-webhooks", "ValidatingWebhookConfiguration whose caBundle is kept up to date.")
 	flag.Float64Var(&o.qps, "kube-api-qps", 20, "Client QPS towards the API server.")
 	flag.IntVar(&o.burst, "kube-api-burst", 30, "Client burst towards the API server.")
 	flag.IntVar(&o.controllers.CloneSetWorkers, "cloneset-workers", 3, "How many CloneSets reconcile at once.")
@@ -93,11 +105,16 @@ func run() error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	// Health endpoints answer from the start, before any controller or
-	// webhook is registered, so probes never race start-up.
+	// webhook is registered, so probes never race start-up; readiness
+	// waits for the webhooks.
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	certsReady, err := setupCerts(mgr, &o)
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("webhooks", manager.WebhooksReadyCheck(mgr, certsReady)); err != nil {
 		return err
 	}
 
@@ -105,6 +122,35 @@ func run() error {
 	if err := manager.Setup(ctx, mgr, o.controllers); err != nil {
 		return fmt.Errorf("registering controllers: %w", err)
 	}
+	go func() {
+		select {
+		case <-certsReady:
+			log.Info("webhook certificate ready; serving webhooks")
+			manager.SetupWebhooks(mgr)
+		case <-ctx.Done():
+		}
+	}()
 	log.Info("starting manager")
 	return mgr.Start(ctx)
+}
+
+// setupCerts arranges the webhook serving certificate and returns a channel
+// that closes once it is in place.
+func setupCerts(mgr ctrl.Manager, o *options) (<-chan struct{}, error) {
+	switch o.certManagement {
+	case "external":
+		ready := make(chan struct{})
+		close(ready)
+		return ready, nil
+	case "self":
+		ns, name, ok := strings.Cut(o.certSecret, "/")
+		if !ok {
+			return nil, fmt.Errorf("--webhook-cert-secret %q: want namespace/name", o.certSecret)
+		}
+		o.certs.Secret = types.NamespacedName{Namespace: ns, Name: name}
+		o.certs.CertDir = o.certDir
+		return webhookcerts.Manage(mgr, o.certs)
+	default:
+		return nil, fmt.Errorf("--webhook-cert-management %q: want self or external", o.certManagement)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,7 +116,9 @@ Try:
 }
 
 // startManager builds lifeline-manager, grants it the generated ClusterRole
-// under a client certificate of its own, and runs it next to the cluster.
+// under a client certificate of its own, installs the webhook
+// configurations pointing at it, and runs it next to the cluster until it
+// is ready, webhooks included.
 func startManager(ctx context.Context, c *cluster.Cluster, root, devDir string) error {
 	fmt.Println("building and starting lifeline-manager")
 	bin := filepath.Join(devDir, "bin", "lifeline-manager")
@@ -152,13 +155,25 @@ func startManager(ctx context.Context, c *cluster.Cluster, root, devDir string) 
 	if err != nil {
 		return err
 	}
+	// The API server reaches the webhooks on loopback, by the name
+	// localhost, which the manager's self-managed certificate is issued for.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lifeline-system"}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if _, err := cluster.InstallWebhooks(ctx, c.Config, filepath.Join(root, "config", "webhook", "manifests.yaml"), "localhost", ports[2],
+		cluster.WebhookNames{Mutating: "lifeline-mutating-webhooks", Validating: "lifeline-validating-webhooks"}); err != nil {
+		return err
+	}
 	err = c.StartProcess("lifeline-manager", bin,
 		"--kubeconfig="+kubeconfig,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
 		"--webhook-host=127.0.0.1",
 		fmt.Sprintf("--webhook-port=%d", ports[2]),
-		"--leader-election-namespace=kube-system",
+		"--webhook-cert-dir="+filepath.Join(devDir, "cluster", "webhook-certs"),
+		"--webhook-dns-name=localhost",
+		"--leader-election-namespace=lifeline-system",
 	)
 	if err != nil {
 		return err

@@ -5,16 +5,20 @@ package manager
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	clonesetcontroller "github.com/lifeline-k8s/lifeline/internal/cloneset/controller"
+	clonesetwebhook "github.com/lifeline-k8s/lifeline/internal/cloneset/webhook"
 )
 
 // Options configure the controllers.
@@ -46,4 +50,26 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		},
 	}
 	return cs.SetupWithManager(ctx, mgr)
+}
+
+// SetupWebhooks starts the webhook server with every Lifeline webhook. Call it
+// only once the serving certificate is in place: the server reads it when it
+// starts.
+func SetupWebhooks(mgr ctrl.Manager) {
+	server := mgr.GetWebhookServer()
+	clonesetwebhook.Register(server, admission.NewDecoder(mgr.GetScheme()), mgr.GetClient())
+}
+
+// WebhooksReadyCheck is a readiness check that fails until ready is closed
+// and the webhook server has started, so a replica takes admission traffic
+// only once it can answer.
+func WebhooksReadyCheck(mgr ctrl.Manager, ready <-chan struct{}) func(*http.Request) error {
+	return func(req *http.Request) error {
+		select {
+		case <-ready:
+			return mgr.GetWebhookServer().StartedChecker()(req)
+		default:
+			return errors.New("webhook certificate not ready")
+		}
+	}
 }

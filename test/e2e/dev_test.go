@@ -67,6 +67,18 @@ func TestMakeDevComesUpAndTearsDownWhole(t *testing.T) {
 	if !strings.Contains(string(got), "cloneset.apps.kruise.io/cloneset-lifecycle-demo") {
 		t.Errorf("the demo CloneSet is missing: %s", got)
 	}
+	// The manager's webhooks, on their self-managed certificate, defaulted
+	// the demo, and its controller runs it.
+	eventually(t, time.Minute, "the demo CloneSet defaulted and reconciled", func(context.Context) (bool, string, error) {
+		got, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", "demo", "get", "clone", "cloneset-lifecycle-demo",
+			"-o", "jsonpath={.spec.updateStrategy.partition} {.spec.revisionHistoryLimit} {.status.observedGeneration} {.status.availableReplicas}").CombinedOutput()
+		return err == nil && string(got) == "0 10 1 2", fmt.Sprintf("partition, revisionHistoryLimit, observedGeneration, availableReplicas: %q %v", got, err), nil
+	})
+	bad := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", "demo", "patch", "clone", "cloneset-lifecycle-demo",
+		"--type=merge", "-p", `{"spec":{"updateStrategy":{"type":"OnDelete"}}}`)
+	if out, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(out), "must be 'ReCreate', InPlaceIfPossible or 'InPlaceOnly'") {
+		t.Errorf("an invalid update got through the dev cluster's webhook: %v\n%s", err, out)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)

@@ -22,9 +22,9 @@ import (
 )
 
 // TestManagerServesHealthAndMetricsAndLeads runs the lifeline-manager binary
-// against the API server: health endpoints and metrics answer even with no
-// controller registered, it takes the leader lease, logs structured JSON, and
-// on SIGTERM exits cleanly and hands the lease back.
+// against the API server: health and metrics answer, it becomes ready once
+// its self-managed webhook certificate serves, it takes the leader lease,
+// logs structured JSON, and on SIGTERM exits cleanly and hands the lease back.
 func TestManagerServesHealthAndMetricsAndLeads(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "lifeline-manager")
@@ -38,12 +38,20 @@ func TestManagerServesHealthAndMetricsAndLeads(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := newNamespace(t)
+	names := cluster.WebhookNames{Mutating: "manager-test-mutating", Validating: "manager-test-validating"}
+	remove, err := cluster.InstallWebhooks(context.Background(), cfg, filepath.Join(repoRoot, "config", "webhook", "manifests.yaml"), "localhost", ports[2], names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = remove(context.Background()) })
 	cmd := exec.Command(bin,
 		"--kubeconfig="+kubeconfig,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
 		"--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", ports[2]),
-		"--webhook-cert-dir="+dir, // empty: the webhook server only starts once a webhook is registered
+		"--webhook-cert-dir="+filepath.Join(dir, "certs"),
+		"--webhook-cert-secret="+ns+"/webhook-certs", "--webhook-dns-name=localhost",
+		"--webhook-mutating-configuration="+names.Mutating, "--webhook-validating-configuration="+names.Validating,
 		"--leader-elect=true", "--leader-election-namespace="+ns,
 	)
 	stderr, err := cmd.StderrPipe()

@@ -1,0 +1,94 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// WebhookNames are the names the webhook configurations get when installed
+// for a manager running outside the cluster.
+type WebhookNames struct {
+	Mutating, Validating string
+}
+
+// InstallWebhooks installs the generated webhook configurations
+// (config/webhook/manifests.yaml) for a webhook server outside the cluster:
+// each webhook calls https://<host>:<port><path> instead of a Service, and
+// the caBundle is left for the manager's certificate rotation to fill in.
+// It returns a function that removes them again.
+func InstallWebhooks(ctx context.Context, cfg *rest.Config, manifests, host string, port int, names WebhookNames) (func(context.Context) error, error) {
+	data, err := os.ReadFile(manifests)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, err
+	}
+	url := func(cc *admissionregistrationv1.WebhookClientConfig) {
+		u := fmt.Sprintf("https://%s:%d", host, port)
+		if cc.Service != nil && cc.Service.Path != nil {
+			u += *cc.Service.Path
+		}
+		cc.URL, cc.Service = &u, nil
+	}
+	var objs []client.Object
+	for _, doc := range strings.Split(string(data), "\n---") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			return nil, err
+		}
+		switch meta.Kind {
+		case "MutatingWebhookConfiguration":
+			m := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			if err := yaml.UnmarshalStrict([]byte(doc), m); err != nil {
+				return nil, err
+			}
+			m.Name = names.Mutating
+			for i := range m.Webhooks {
+				url(&m.Webhooks[i].ClientConfig)
+			}
+			objs = append(objs, m)
+		case "ValidatingWebhookConfiguration":
+			v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := yaml.UnmarshalStrict([]byte(doc), v); err != nil {
+				return nil, err
+			}
+			v.Name = names.Validating
+			for i := range v.Webhooks {
+				url(&v.Webhooks[i].ClientConfig)
+			}
+			objs = append(objs, v)
+		}
+	}
+	remove := func(ctx context.Context) error {
+		var errs []error
+		for _, obj := range objs {
+			if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}
+	// A leftover of an earlier run would point at a server that is gone.
+	if err := remove(ctx); err != nil {
+		return nil, err
+	}
+	for _, obj := range objs {
+		obj.SetResourceVersion("")
+		if err := c.Create(ctx, obj); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", obj.GetName(), err)
+		}
+	}
+	return remove, nil
+}

@@ -1,0 +1,156 @@
+// Package webhookcerts keeps the webhook server's certificate: a CA and a
+// serving certificate generated into a Secret, rotated before they expire,
+// with the CA patched into the webhook configurations' caBundle. It wraps
+// open-policy-agent's cert-controller, which does exactly this.
+package webhookcerts
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Options name the Secret, the DNS name the API server reaches the webhook
+// server by, and the webhook configurations to keep the CA in.
+type Options struct {
+	Secret                  types.NamespacedName
+	DNSName                 string
+	CertDir                 string
+	MutatingConfiguration   string
+	ValidatingConfiguration string
+}
+
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;update;patch
+
+// Manage adds the certificate rotator to mgr. The returned channel closes
+// once a valid certificate is in CertDir; only then may the webhook server
+// start.
+func Manage(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
+	if o.Secret.Namespace == "" || o.Secret.Name == "" || o.DNSName == "" || o.CertDir == "" {
+		return nil, fmt.Errorf("webhook certificates: secret, DNS name and certificate folder are required")
+	}
+	if err := ensureSecret(mgr, o.Secret); err != nil {
+		return nil, err
+	}
+	ready := make(chan struct{})
+	var webhooks []rotator.WebhookInfo
+	if o.MutatingConfiguration != "" {
+		webhooks = append(webhooks, rotator.WebhookInfo{Name: o.MutatingConfiguration, Type: rotator.Mutating})
+	}
+	if o.ValidatingConfiguration != "" {
+		webhooks = append(webhooks, rotator.WebhookInfo{Name: o.ValidatingConfiguration, Type: rotator.Validating})
+	}
+	err := rotator.AddRotator(mgr, &rotator.CertRotator{
+		SecretKey:      o.Secret,
+		CertDir:        o.CertDir,
+		CAName:         "lifeline-webhook-ca",
+		CAOrganization: "lifeline",
+		DNSName:        o.DNSName,
+		IsReady:        ready,
+		Webhooks:       webhooks,
+		// Every replica serves webhooks, so every replica needs the
+		// certificate, leader or not.
+		RequireLeaderElection: false,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ready, mgr.Add(&fileSync{reader: mgr.GetAPIReader(), secret: o.Secret, dir: o.CertDir})
+}
+
+// ensureSecret creates the certificate Secret, empty, if it is missing: the
+// rotator fills in an existing Secret but does not create one.
+func ensureSecret(mgr ctrl.Manager, key types.NamespacedName) error {
+	c, err := client.New(mgr.GetConfig(), client.Options{})
+	if err != nil {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	if err := c.Create(context.Background(), secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating webhook certificate secret %s: %w", key, err)
+	}
+	return nil
+}
+
+// fileSync copies the serving certificate from the Secret into CertDir, where
+// the webhook server (and the rotator's readiness check) read it. The
+// rotator expects the Secret mounted there as a volume; copying it instead
+// works out of the cluster too (make dev), and in the cluster it avoids the
+// kubelet's delay in refreshing mounted Secrets after a rotation.
+type fileSync struct {
+	reader client.Reader
+	secret types.NamespacedName
+	dir    string
+}
+
+// NeedLeaderElection: every replica needs its own copy.
+func (f *fileSync) NeedLeaderElection() bool { return false }
+
+func (f *fileSync) Start(ctx context.Context) error {
+	if err := os.MkdirAll(f.dir, 0o700); err != nil {
+		return err
+	}
+	interval := 250 * time.Millisecond
+	for {
+		wrote, err := f.sync(ctx)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "copying the webhook certificate", "secret", f.secret)
+		}
+		if wrote {
+			log.FromContext(ctx).Info("webhook certificate copied", "secret", f.secret, "dir", f.dir)
+		}
+		// Fast until the first certificate arrives; rotations are rare
+		// and come long before expiry, so a slow poll suffices after.
+		if _, err := os.Stat(filepath.Join(f.dir, corev1.TLSCertKey)); err == nil {
+			interval = 10 * time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
+}
+
+func (f *fileSync) sync(ctx context.Context) (bool, error) {
+	secret := &corev1.Secret{}
+	if err := f.reader.Get(ctx, f.secret, secret); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	cert, key := secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
+	if len(cert) == 0 || len(key) == 0 {
+		return false, nil
+	}
+	certPath, keyPath := filepath.Join(f.dir, corev1.TLSCertKey), filepath.Join(f.dir, corev1.TLSPrivateKeyKey)
+	if old, err := os.ReadFile(certPath); err == nil && bytes.Equal(old, cert) {
+		return false, nil
+	}
+	// Key first, certificate last: the rotator takes the certificate's
+	// presence as the sign that both are there.
+	for _, file := range []struct {
+		path string
+		data []byte
+	}{{keyPath, key}, {certPath, cert}} {
+		tmp := file.path + ".tmp"
+		if err := os.WriteFile(tmp, file.data, 0o600); err != nil {
+			return false, err
+		}
+		if err := os.Rename(tmp, file.path); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
