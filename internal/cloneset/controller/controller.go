@@ -147,6 +147,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if pvcs, err = r.releaseUnreusedPVCs(ctx, cs, pvcs, all); err != nil {
+		return ctrl.Result{}, err
+	}
 	revs, err := r.syncRevisions(ctx, cs)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -352,7 +355,7 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 		if a.Revision == revs.current.Name {
 			cr = revs.current
 		}
-		pod, err := newPod(cs, cr, a.InstanceID, now)
+		pod, err := newPod(cs, cr, a.InstanceID, a.State, now)
 		if err != nil {
 			return fail("create", err)
 		}
@@ -430,6 +433,36 @@ func (r *Reconciler) patchPod(ctx context.Context, owner types.NamespacedName, p
 	}
 	r.expectations.ExpectChanged(owner, pod.Name, pod.ResourceVersion, r.Clock.Now())
 	return nil
+}
+
+// releaseUnreusedPVCs applies disablePVCReuse before planning, so no new pod
+// picks up an old instance's claims: a claim of a terminating pod is handed
+// to that pod, to go with it, and a claim of no pod at all is deleted. It
+// returns the PVCs left to the CloneSet.
+func (r *Reconciler) releaseUnreusedPVCs(ctx context.Context, cs *appsv1alpha1.CloneSet, pvcs []*corev1.PersistentVolumeClaim, all []*corev1.Pod) ([]*corev1.PersistentVolumeClaim, error) {
+	release := planner.UnreusedPVCs(cs, pvcs, all)
+	if len(release) == 0 {
+		return pvcs, nil
+	}
+	var kept []*corev1.PersistentVolumeClaim
+	for _, pvc := range pvcs {
+		pod, released := release[pvc]
+		switch {
+		case !released:
+			kept = append(kept, pvc)
+		case pod != nil:
+			handed := pvc.DeepCopy()
+			handed.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}
+			if err := r.Patch(ctx, handed, client.MergeFrom(pvc)); client.IgnoreNotFound(err) != nil {
+				return nil, fmt.Errorf("handing pvc %s to pod %s: %w", pvc.Name, pod.Name, err)
+			}
+		default:
+			if err := r.Delete(ctx, pvc); client.IgnoreNotFound(err) != nil {
+				return nil, fmt.Errorf("deleting pvc %s: %w", pvc.Name, err)
+			}
+		}
+	}
+	return kept, nil
 }
 
 func (r *Reconciler) deletePVCs(ctx context.Context, cs *appsv1alpha1.CloneSet, id string) error {

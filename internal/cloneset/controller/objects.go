@@ -34,9 +34,9 @@ func pvcName(vct, cloneSet, id string) string { return vct + "-" + cloneSet + "-
 
 // newPod builds the pod of instance id at a revision: the revision's
 // template, named <cloneset>-<id>, owned by the CloneSet, labelled with its
-// instance id, revision and lifecycle state, with one volume per
+// instance id, revision and initial lifecycle state, with one volume per
 // volumeClaimTemplate pointing at the instance's claim.
-func newPod(cs *appsv1alpha1.CloneSet, cr *appsv1.ControllerRevision, id string, now time.Time) (*corev1.Pod, error) {
+func newPod(cs *appsv1alpha1.CloneSet, cr *appsv1.ControllerRevision, id string, state pub.LifecycleStateType, now time.Time) (*corev1.Pod, error) {
 	tmpl, err := templateOf(cr)
 	if err != nil {
 		return nil, err
@@ -62,7 +62,7 @@ func newPod(cs *appsv1alpha1.CloneSet, cr *appsv1.ControllerRevision, id string,
 	pod.Labels[appsv1alpha1.CloneSetInstanceID] = id
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = cr.Name
 	pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = revision.ShortHash(cr.Name)
-	pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingNormal)
+	pod.Labels[pub.LifecycleStateKey] = string(state)
 	pod.Annotations[pub.LifecycleTimestampKey] = now.Format(time.RFC3339)
 
 	if len(cs.Spec.VolumeClaimTemplates) > 0 {

@@ -38,7 +38,7 @@ func TestNewPodAndPVCs(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	pod, err := newPod(cs, cr, "x7k2p", now)
+	pod, err := newPod(cs, cr, "x7k2p", pub.LifecycleStatePreparingNormal, now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,6 +89,9 @@ func names(actions []Action) []string {
 		switch a.Type {
 		case CreatePod:
 			out = append(out, fmt.Sprintf("create %s@%s", a.InstanceID, a.Revision))
+			if a.State != pub.LifecycleStateNormal {
+				out[len(out)-1] += " " + string(a.State)
+			}
 		case SetState:
 			out = append(out, fmt.Sprintf("state %s=%s", a.Pod.Name, a.State))
 		default:

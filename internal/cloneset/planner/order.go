@@ -120,9 +120,9 @@ func sameNodeRank(pods []*corev1.Pod, minReadySeconds int32, now time.Time) map[
 
 // SortForUpdate orders update candidates: Kubernetes' ActivePods order
 // (unscheduled, pending, not ready first), then priorityStrategy, then
-// PreparingUpdate pods before all others so that a pod already held by its
-// hook is not overtaken.
-func SortForUpdate(pods []*corev1.Pod, strategy *pub.UpdatePriorityStrategy) {
+// scatterStrategy, then PreparingUpdate pods before all others so that a pod
+// already held by its hook is not overtaken.
+func SortForUpdate(pods []*corev1.Pod, strategy *pub.UpdatePriorityStrategy, scatter []ScatterTerm) {
 	sort.SliceStable(pods, func(i, j int) bool {
 		a, b := pods[i], pods[j]
 		if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
@@ -161,9 +161,55 @@ func SortForUpdate(pods []*corev1.Pod, strategy *pub.UpdatePriorityStrategy) {
 			})
 		}
 	}
+	scatterOrder(pods, scatter)
 	sort.SliceStable(pods, func(i, j int) bool {
 		return State(pods[i]) == pub.LifecycleStatePreparingUpdate && State(pods[j]) != pub.LifecycleStatePreparingUpdate
 	})
+}
+
+// ScatterTerm is a label pair whose pods an update spreads out.
+type ScatterTerm struct{ Key, Value string }
+
+// scatterOrder spreads the pods carrying each scatter label pair evenly over
+// the update order, so that no batch takes them all (say, every pod of one
+// zone). Terms matching more pods go first. Within a term, the k-th of m
+// matching pods among n goes to position round((k+1)·n/m)-1: the last one at
+// the end, the others evenly before, the rest keeping their order.
+func scatterOrder(pods []*corev1.Pod, terms []ScatterTerm) {
+	count := func(t ScatterTerm) int {
+		n := 0
+		for _, p := range pods {
+			if v, ok := p.Labels[t.Key]; ok && v == t.Value {
+				n++
+			}
+		}
+		return n
+	}
+	terms = append([]ScatterTerm(nil), terms...)
+	sort.SliceStable(terms, func(i, j int) bool { return count(terms[i]) > count(terms[j]) })
+	for _, t := range terms {
+		var matched, rest []*corev1.Pod
+		for _, p := range pods {
+			if v, ok := p.Labels[t.Key]; ok && v == t.Value {
+				matched = append(matched, p)
+			} else {
+				rest = append(rest, p)
+			}
+		}
+		n, m := len(pods), len(matched)
+		if m < 2 || len(rest) < 2 {
+			continue
+		}
+		next := 0
+		for pos := 0; pos < n; pos++ {
+			if next < m && pos == (2*(next+1)*n+m)/(2*m)-1 {
+				pods[pos] = matched[next]
+				next++
+			} else {
+				pods[pos], rest = rest[0], rest[1:]
+			}
+		}
+	}
 }
 
 // orderLevel is the index of the first ordered key the pod has and the

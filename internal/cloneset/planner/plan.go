@@ -62,7 +62,8 @@ type Action struct {
 	// Revision is the revision to create the pod at, or the revision a
 	// MarkSpecifiedDelete updates the pod to.
 	Revision string
-	// State is the state SetState moves the pod to.
+	// State is the state SetState moves the pod to, or the state CreatePod
+	// creates it in.
 	State pub.LifecycleStateType
 	// Reason says why, for events and logs.
 	Reason string
@@ -228,6 +229,16 @@ func creates(s Snapshot, d Diffs) []Action {
 	if s.CloneSet.Spec.ScaleStrategy.DisablePVCReuse {
 		free = nil
 	}
+	// A new pod waits in PreparingNormal only if a preNormal hook is there
+	// to release it. OpenKruise v1.9 also parks hook-less pods there until
+	// they are scheduled, which costs a second write per pod and changes
+	// nothing a user can see but the label: an unscheduled pod is not Ready,
+	// so it is unavailable either way. We create such pods Normal, as
+	// OpenKruise up to v1.8 had them at their first refresh.
+	state := pub.LifecycleStateNormal
+	if lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal }) != nil {
+		state = pub.LifecycleStatePreparingNormal
+	}
 	var actions []Action
 	for i := 0; i < d.ScaleUpLimit; i++ {
 		var id string
@@ -242,14 +253,14 @@ func creates(s Snapshot, d Diffs) []Action {
 		if i < d.ScaleUpNumOldRevision {
 			rev, why = s.CurrentRevision, "replicas is missing pods; partition keeps them at the current revision"
 		}
-		actions = append(actions, Action{Type: CreatePod, InstanceID: id, Revision: rev, Reason: why})
+		actions = append(actions, Action{Type: CreatePod, InstanceID: id, Revision: rev, State: state, Reason: why})
 	}
 	return actions
 }
 
-// refreshStates moves new pods out of PreparingNormal: at once when they are
-// scheduled and no preNormal hook is declared, or when every handler of the
-// preNormal hook is present.
+// refreshStates moves pods out of PreparingNormal: when every handler of the
+// preNormal hook is present, or, for pods created while a preNormal hook was
+// declared that has since been removed, once they are scheduled.
 func refreshStates(s Snapshot) []Action {
 	preNormal := lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal })
 	var actions []Action
@@ -283,7 +294,11 @@ func update(s Snapshot, d Diffs) ([]Action, error) {
 			candidates = append(candidates, pod)
 		}
 	}
-	SortForUpdate(candidates, cs.Spec.UpdateStrategy.PriorityStrategy)
+	var scatter []ScatterTerm
+	for _, t := range cs.Spec.UpdateStrategy.ScatterStrategy {
+		scatter = append(scatter, ScatterTerm{Key: t.Key, Value: t.Value})
+	}
+	SortForUpdate(candidates, cs.Spec.UpdateStrategy.PriorityStrategy, scatter)
 	picked := LimitUpdate(candidates, s.Pods, d.UpdateNum, d.UpdateMaxUnavailable, s.UpdateRevision, cs.Spec.MinReadySeconds, s.Now)
 	var actions []Action
 	for _, pod := range picked {
@@ -312,4 +327,31 @@ func nextAvailability(pods []*corev1.Pod, minReadySeconds int32, now time.Time) 
 		}
 	}
 	return next
+}
+
+// UnreusedPVCs applies disablePVCReuse: it returns the PVCs whose instance has
+// no active pod, each with the inactive (terminating or finished) pod of the
+// same instance if there is one. The controller hands such a PVC to that pod,
+// so it goes when the pod goes, and deletes the others at once. all holds
+// every owned pod, active or not.
+func UnreusedPVCs(cs *appsv1alpha1.CloneSet, pvcs []*corev1.PersistentVolumeClaim, all []*corev1.Pod) map[*corev1.PersistentVolumeClaim]*corev1.Pod {
+	if !cs.Spec.ScaleStrategy.DisablePVCReuse || len(pvcs) == 0 {
+		return nil
+	}
+	active, inactive := map[string]bool{}, map[string]*corev1.Pod{}
+	for _, pod := range all {
+		id := pod.Labels[appsv1alpha1.CloneSetInstanceID]
+		if pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+			active[id] = true
+		} else {
+			inactive[id] = pod
+		}
+	}
+	out := map[*corev1.PersistentVolumeClaim]*corev1.Pod{}
+	for _, pvc := range pvcs {
+		if id := pvc.Labels[appsv1alpha1.CloneSetInstanceID]; !active[id] {
+			out[pvc] = inactive[id]
+		}
+	}
+	return out
 }

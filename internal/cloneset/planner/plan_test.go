@@ -92,6 +92,11 @@ func TestComputeScenarios(t *testing.T) {
 		return s
 	}
 	held := func(p *corev1.Pod) { p.Labels["hold"] = "true" }
+	preNormal := func(s Snapshot) Snapshot {
+		s.CloneSet.Spec.Lifecycle = &pub.Lifecycle{PreNormal: &pub.LifecycleHook{LabelsHandler: map[string]string{"online": "true"}}}
+		return s
+	}
+	online := func(p *corev1.Pod) { p.Labels["online"] = "true" }
 	for _, tc := range []struct {
 		name string
 		s    Snapshot
@@ -135,7 +140,14 @@ func TestComputeScenarios(t *testing.T) {
 			[]string{"DeletePod web-b"}},
 		{"specified delete", snapshot(cloneSet(2, "", "1", ""), readyPod("a", newRev), readyPod("b", newRev, specifiedDelete)),
 			[]string{"DeletePod web-b"}},
-		{"new pods become Normal once scheduled", snapshot(cloneSet(2, "", "", ""),
+		{"without a preNormal hook, pods are created Normal", snapshot(cloneSet(1, "", "", "")),
+			[]string{"create id001@" + newRev}},
+		{"with a preNormal hook, pods are created PreparingNormal", preNormal(snapshot(cloneSet(1, "", "", ""))),
+			[]string{"create id001@" + newRev + " PreparingNormal"}},
+		{"preNormal releases a pod once every handler is present", preNormal(snapshot(cloneSet(2, "", "", ""),
+			readyPod("a", newRev, inState(pub.LifecycleStatePreparingNormal), online), readyPod("b", newRev, inState(pub.LifecycleStatePreparingNormal)))),
+			[]string{"state web-a=Normal"}},
+		{"pods left PreparingNormal by a removed hook become Normal once scheduled", snapshot(cloneSet(2, "", "", ""),
 			readyPod("a", newRev, inState(pub.LifecycleStatePreparingNormal)), readyPod("b", newRev, inState(pub.LifecycleStatePreparingNormal), unscheduled)),
 			[]string{"state web-a=Normal"}},
 		{"recreate update within maxUnavailable", snapshot(cloneSet(4, "", "2", ""),
@@ -159,5 +171,27 @@ func TestComputeScenarios(t *testing.T) {
 				t.Errorf("got  %v\nwant %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestUnreusedPVCs(t *testing.T) {
+	cs := cloneSet(2, "", "", "")
+	pvc := func(id string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-web-" + id, Labels: map[string]string{"apps.kruise.io/cloneset-instance-id": id}}}
+	}
+	live, gone, orphan := pvc("a"), pvc("b"), pvc("c")
+	terminating := readyPod("b", newRev)
+	terminating.DeletionTimestamp = &metav1.Time{Time: now}
+	all := []*corev1.Pod{readyPod("a", newRev), terminating}
+	if got := UnreusedPVCs(cs, []*corev1.PersistentVolumeClaim{live, gone, orphan}, all); got != nil {
+		t.Fatalf("with reuse on, PVCs released: %v", got)
+	}
+	cs.Spec.ScaleStrategy.DisablePVCReuse = true
+	got := UnreusedPVCs(cs, []*corev1.PersistentVolumeClaim{live, gone, orphan}, all)
+	if len(got) != 2 || got[gone] != terminating || got[orphan] != nil {
+		t.Fatalf("released %v", got)
+	}
+	if _, ok := got[live]; ok {
+		t.Fatal("the PVC of a live pod was released")
 	}
 }

@@ -87,7 +87,7 @@ func (w *world) step() Plan {
 				Labels: map[string]string{
 					appsv1alpha1.CloneSetInstanceID:       a.InstanceID,
 					appsv1.ControllerRevisionHashLabelKey: a.Revision,
-					pub.LifecycleStateKey:                 string(pub.LifecycleStatePreparingNormal),
+					pub.LifecycleStateKey:                 string(a.State),
 				},
 			}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
 		case DeletePod:
@@ -102,6 +102,10 @@ func (w *world) step() Plan {
 	// maxUnavailable allows; if they were already out (lost, starting),
 	// it does not make it worse.
 	if deficit := b.Replicas - w.available(); deficit > max(deficitBefore, b.MaxUnavailable) {
+		for _, p := range s.Pods {
+			w.t.Logf("before: %s rev=%s ready=%v state=%s labels=%v", p.Name, p.Labels[appsv1.ControllerRevisionHashLabelKey], IsReady(p, 0, w.now), State(p), p.Labels)
+		}
+		w.t.Logf("budgets %+v diffs %+v", b, plan.Diffs)
 		w.t.Fatalf("plan %v left %d of %d replicas unavailable (before %d, maxUnavailable %d)", names(plan.Actions), deficit, b.Replicas, deficitBefore, b.MaxUnavailable)
 	}
 	st, _ := Status(w.snapshot(), w.status, 0, "app=web")
@@ -133,7 +137,7 @@ func (w *world) checkStatus(st appsv1alpha1.CloneSetStatus) {
 // progress makes pods move on: scheduled pods start and become ready;
 // with chaos, some do not, and some vanish.
 func (w *world) progress(chaos bool) {
-	for _, p := range w.pods {
+	for _, p := range w.sorted() {
 		if chaos && w.rng.Intn(4) == 0 {
 			continue
 		}
@@ -145,12 +149,19 @@ func (w *world) progress(chaos bool) {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(w.now)}}
 		}
 	}
-	if chaos && w.rng.Intn(10) == 0 {
-		for name := range w.pods {
-			delete(w.pods, name) // lost: evicted, node gone
-			break
-		}
+	if pods := w.sorted(); chaos && len(pods) > 0 && w.rng.Intn(10) == 0 {
+		delete(w.pods, pods[w.rng.Intn(len(pods))].Name) // lost: evicted, node gone
 	}
+}
+
+// sorted lists the pods by name, so that a seed always plays the same way.
+func (w *world) sorted() []*corev1.Pod {
+	var pods []*corev1.Pod
+	for _, p := range w.pods {
+		pods = append(pods, p)
+	}
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	return pods
 }
 
 // mutate changes the spec the way users do mid-rollout.
