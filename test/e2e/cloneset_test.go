@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -27,7 +28,7 @@ func newCloneSet(ns, name string, replicas int32) *appsv1alpha1.CloneSet {
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "nginx:1.27"}}},
 			},
 		},
@@ -58,11 +59,13 @@ func updateCloneSet(t *testing.T, cs *appsv1alpha1.CloneSet, change func(*appsv1
 // waitCloneSet polls until the CloneSet's status satisfies ok.
 func waitCloneSet(t *testing.T, cs *appsv1alpha1.CloneSet, what string, ok func(*appsv1alpha1.CloneSet) bool) {
 	t.Helper()
+	seen := "nothing yet"
 	eventually(t, 2*time.Minute, what, func(ctx context.Context) (bool, string, error) {
 		if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(cs), cs); err != nil {
-			return false, err.Error(), nil
+			return false, seen, nil
 		}
-		return ok(cs), fmt.Sprintf("generation %d, status %+v", cs.Generation, cs.Status), nil
+		seen = fmt.Sprintf("generation %d, status %+v", cs.Generation, cs.Status)
+		return ok(cs), seen, nil
 	})
 }
 
@@ -215,7 +218,7 @@ func TestCloneSetPVCsAreCreatedAndReusedByRebuiltPods(t *testing.T) {
 	ns := newNamespace(t)
 	cs := newCloneSet(ns, "data", 2)
 	// No provisioner runs here: volumes for the claims to bind to.
-	for i := 0; i < 2; i++ {
+	for i := 0; i < 3; i++ {
 		pv := &corev1.PersistentVolume{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-pv-%d", ns, i)},
 			Spec: corev1.PersistentVolumeSpec{
@@ -261,6 +264,23 @@ func TestCloneSetPVCsAreCreatedAndReusedByRebuiltPods(t *testing.T) {
 			}
 		}
 		return false
+	})
+	// With disablePVCReuse, a rebuilt pod gets a new instance and claim,
+	// and the old claim goes.
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.ScaleStrategy.DisablePVCReuse = true })
+	pods = clonePods(t, cs)
+	lost = pods[1]
+	lostClaim := "vol-data-" + lost.Labels[appsv1alpha1.CloneSetInstanceID]
+	if err := k8s.Delete(ctx, &lost); err != nil {
+		t.Fatal(err)
+	}
+	waitCloneSet(t, cs, "a new instance replaces the lost pod", func(c *appsv1alpha1.CloneSet) bool {
+		return settled(2)(c) && !slices.Contains(podNames(clonePods(t, c)), lost.Name)
+	})
+	eventually(t, time.Minute, "the old claim gone", func(ctx context.Context) (bool, string, error) {
+		pvc := &corev1.PersistentVolumeClaim{}
+		err := k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: lostClaim}, pvc)
+		return apierrors.IsNotFound(err) || (err == nil && pvc.DeletionTimestamp != nil), fmt.Sprint(err), nil
 	})
 	// The controller scaling in deletes the pod's claims with it.
 	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To[int32](0) })

@@ -80,7 +80,9 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 			return false, err
 		}
 		ok, why, err := cond(ctx)
-		last = why
+		if ctx.Err() == nil {
+			last = why // a reason cut short by the deadline says nothing
+		}
 		return ok, err
 	})
 	if err != nil {

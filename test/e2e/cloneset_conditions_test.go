@@ -1,0 +1,147 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+)
+
+func condition(cs *appsv1alpha1.CloneSet, t appsv1alpha1.CloneSetConditionType) *appsv1alpha1.CloneSetCondition {
+	for i := range cs.Status.Conditions {
+		if cs.Status.Conditions[i].Type == t {
+			return &cs.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// TestPreNormalHoldsNewPodsAndTheRollout is seed 002: with a preNormal hook,
+// maxSurge 1 and maxUnavailable 0, no old pod goes until the new pod's
+// handler is present; a rollout held too long says so in its Progressing
+// condition.
+func TestPreNormalHoldsNewPodsAndTheRollout(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "prenormal", 3)
+	const online = "example.com/traffic-online"
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreNormal: &pub.LifecycleHook{LabelsHandler: map[string]string{online: "true"}}}
+	cs.Spec.Template.Labels[online] = "false"
+	cs.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(1))
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+	cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](3)
+	createCloneSet(t, cs)
+
+	// Ready but held: not available, and the deadline passes.
+	waitCloneSet(t, cs, "3 ready pods held in PreparingNormal past the deadline", func(c *appsv1alpha1.CloneSet) bool {
+		p := condition(c, appsv1alpha1.CloneSetConditionTypeProgressing)
+		return c.Status.ReadyReplicas == 3 && c.Status.AvailableReplicas == 0 && p != nil &&
+			p.Reason == appsv1alpha1.CloneSetProgressDeadlineExceeded && p.Status == corev1.ConditionFalse
+	})
+	for _, p := range clonePods(t, cs) {
+		if p.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStatePreparingNormal) {
+			t.Errorf("pod %s is %s before its hook was released", p.Name, p.Labels[pub.LifecycleStateKey])
+		}
+		patchPod(t, ns, p.Name, fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, online))
+	}
+	waitCloneSet(t, cs, "available once released", func(c *appsv1alpha1.CloneSet) bool {
+		p := condition(c, appsv1alpha1.CloneSetConditionTypeProgressing)
+		return settled(3)(c) && p != nil && p.Reason == appsv1alpha1.CloneSetAvailable
+	})
+	old := podNames(clonePods(t, cs))
+
+	// Steps 1-3: the update creates one new pod; it is Ready but held, so
+	// no old pod goes.
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+	var fresh string
+	waitCloneSet(t, cs, "the surge pod ready and held", func(c *appsv1alpha1.CloneSet) bool {
+		for _, p := range clonePods(t, c) {
+			if p.Spec.Containers[0].Image == "nginx:1.28" {
+				fresh = p.Name
+			}
+		}
+		return c.Status.ObservedGeneration == c.Generation && c.Status.UpdatedReadyReplicas == 1 && c.Status.Replicas == 4
+	})
+	// The controller has seen the new pod Ready (status says so); had it
+	// counted the held pod as available, an old pod would be gone by now.
+	pod := &corev1.Pod{}
+	if err := k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: fresh}, pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStatePreparingNormal) || len(clonePods(t, cs)) != 4 {
+		t.Fatalf("held surge pod %s in %s with %d pods", fresh, pod.Labels[pub.LifecycleStateKey], len(clonePods(t, cs)))
+	}
+	for _, name := range old {
+		if err := k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: name}, pod); err != nil || pod.DeletionTimestamp != nil {
+			t.Fatalf("old pod %s went while the new pod was held: %v", name, err)
+		}
+	}
+
+	// Steps 4-6: an operator releases each new pod; the rollout goes on
+	// one pod at a time.
+	eventually(t, 2*time.Minute, "rollout finished with every new pod released", func(ctx context.Context) (bool, string, error) {
+		for _, p := range clonePods(t, cs) {
+			if p.Labels[online] != "true" && p.Status.Phase == corev1.PodRunning {
+				patchPod(t, ns, p.Name, fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, online))
+			}
+		}
+		if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(cs), cs); err != nil {
+			return false, err.Error(), nil
+		}
+		if cs.Status.AvailableReplicas < 3 && cs.Status.ObservedGeneration == cs.Generation && cs.Status.Replicas >= 3 {
+			return false, "", fmt.Errorf("availability fell to %d with maxUnavailable 0", cs.Status.AvailableReplicas)
+		}
+		return settled(3)(cs), fmt.Sprintf("status %+v", cs.Status), nil
+	})
+}
+
+// TestFailedScaleIsReportedAndCleared: pod creation that fails shows in a
+// FailedScale condition and an event, and the condition goes once scaling
+// succeeds again.
+func TestFailedScaleIsReportedAndCleared(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "two-pods"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: mustQuantity("2")}}}
+	if err := k8s.Create(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "quota in force", func(ctx context.Context) (bool, string, error) {
+		err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(quota), quota)
+		return err == nil && quota.Status.Hard != nil, fmt.Sprint(err), nil
+	})
+	cs := newCloneSet(ns, "quota", 3)
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "FailedScale", func(c *appsv1alpha1.CloneSet) bool {
+		f := condition(c, appsv1alpha1.CloneSetConditionFailedScale)
+		return f != nil && f.Status == corev1.ConditionTrue && strings.Contains(f.Message, "exceeded quota") && c.Status.Replicas == 2
+	})
+	eventually(t, time.Minute, "a FailedCreate event", func(ctx context.Context) (bool, string, error) {
+		events, err := client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, e := range events.Items {
+			if e.Reason == "FailedCreate" && e.Regarding.Name == cs.Name && strings.Contains(e.Note, "exceeded quota") {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(events.Items)), nil
+	})
+	if err := k8s.Delete(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	waitCloneSet(t, cs, "scaled, and FailedScale cleared", func(c *appsv1alpha1.CloneSet) bool {
+		return settled(3)(c) && condition(c, appsv1alpha1.CloneSetConditionFailedScale) == nil
+	})
+}
