@@ -48,3 +48,7 @@ unit: ## Tests that need no API server.
 .PHONY: help
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+.PHONY: bench
+bench: ## Compare CloneSet with Deployment on a local cluster and print the figures.
+	$(GO) run ./hack/bench

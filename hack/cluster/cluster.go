@@ -48,6 +48,9 @@ type Options struct {
 	// 1.5 times it); its default of 20 when zero. Benchmarks set Lifeline's
 	// manager to the same value.
 	ControllerQPS int
+	// AuditLog, if set, is where the API server writes one JSON line per
+	// request (metadata only), e.g. to count a controller's requests.
+	AuditLog string
 	// Progress receives a line per step; nil discards them.
 	Progress io.Writer
 }
@@ -167,21 +170,31 @@ func (c *Cluster) startControlPlane(ctx context.Context, opts Options) error {
 	}
 
 	fmt.Fprintln(c.progress, "starting kube-apiserver")
-	if err := c.run("kube-apiserver",
-		"--etcd-servers="+etcdURL,
+	var auditArgs []string
+	if opts.AuditLog != "" {
+		policy := filepath.Join(c.Dir, "audit-policy.yaml")
+		const metadataOnly = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"
+		if err := os.WriteFile(policy, []byte(metadataOnly), 0o644); err != nil {
+			return err
+		}
+		auditArgs = []string{"--audit-policy-file=" + policy, "--audit-log-path=" + opts.AuditLog,
+			"--audit-log-format=json", "--audit-log-mode=blocking", "--audit-log-maxsize=0"}
+	}
+	if err := c.run("kube-apiserver", append([]string{
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(apiPort),
-		"--cert-dir="+pki,
-		"--tls-cert-file="+servingCert, "--tls-private-key-file="+servingKey,
-		"--client-ca-file="+ca.caFile(),
+		"--secure-port=" + strconv.Itoa(apiPort),
+		"--cert-dir=" + pki,
+		"--tls-cert-file=" + servingCert, "--tls-private-key-file=" + servingKey,
+		"--client-ca-file=" + ca.caFile(),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+saPub,
-		"--service-account-signing-key-file="+saKey,
+		"--service-account-key-file=" + saPub,
+		"--service-account-signing-key-file=" + saKey,
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
 		"--profiling=false",
-	); err != nil {
+	}, auditArgs...)...); err != nil {
 		return err
 	}
 	admin, err := c.writeKubeconfig("admin", pkix.Name{CommonName: "lifeline-admin", Organization: []string{"system:masters"}})

@@ -4,19 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
@@ -71,7 +64,8 @@ func serve(ctx context.Context, root, devDir string, nodes int) error {
 	}); err != nil {
 		return fmt.Errorf("installing CRDs: %w", err)
 	}
-	if err := startManager(ctx, c, root, devDir); err != nil {
+	fmt.Println("building and starting lifeline-manager")
+	if _, err := c.StartLifeline(ctx, cluster.LifelineOptions{Root: root, Dir: devDir}); err != nil {
 		return err
 	}
 	kubectl := c.Binaries["kubectl"]
@@ -113,83 +107,6 @@ Try:
 		return nil
 	}
 	return err
-}
-
-// startManager builds lifeline-manager, grants it the generated ClusterRole
-// under a client certificate of its own, installs the webhook
-// configurations pointing at it, and runs it next to the cluster until it
-// is ready, webhooks included.
-func startManager(ctx context.Context, c *cluster.Cluster, root, devDir string) error {
-	fmt.Println("building and starting lifeline-manager")
-	bin := filepath.Join(devDir, "bin", "lifeline-manager")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/lifeline-manager")
-	build.Dir = root
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building lifeline-manager: %w", err)
-	}
-	kubectl := c.Binaries["kubectl"]
-	role := exec.CommandContext(ctx, kubectl, "--kubeconfig", c.Kubeconfig, "apply", "-f", filepath.Join(root, "config", "rbac"))
-	role.Stdout, role.Stderr = io.Discard, os.Stderr
-	if err := role.Run(); err != nil {
-		return fmt.Errorf("applying RBAC: %w", err)
-	}
-	client, err := kubernetes.NewForConfig(c.Config)
-	if err != nil {
-		return err
-	}
-	const user = "lifeline-manager"
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "lifeline-manager-dev"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "lifeline-manager"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}
-	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	kubeconfig, err := c.WriteKubeconfig(user)
-	if err != nil {
-		return err
-	}
-	ports, err := cluster.FreePorts(3)
-	if err != nil {
-		return err
-	}
-	// The API server reaches the webhooks on loopback, by the name
-	// localhost, which the manager's self-managed certificate is issued for.
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lifeline-system"}}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	if _, err := cluster.InstallWebhooks(ctx, c.Config, filepath.Join(root, "config", "webhook", "manifests.yaml"), "localhost", ports[2],
-		cluster.WebhookNames{Mutating: "lifeline-mutating-webhooks", Validating: "lifeline-validating-webhooks"}); err != nil {
-		return err
-	}
-	err = c.StartProcess("lifeline-manager", bin,
-		"--kubeconfig="+kubeconfig,
-		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
-		"--webhook-host=127.0.0.1",
-		fmt.Sprintf("--webhook-port=%d", ports[2]),
-		"--webhook-cert-dir="+filepath.Join(devDir, "cluster", "webhook-certs"),
-		"--webhook-dns-name=localhost",
-		"--leader-election-namespace=lifeline-system",
-	)
-	if err != nil {
-		return err
-	}
-	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := c.Exited(); err != nil {
-			return false, err
-		}
-		resp, err := http.Get(readyz)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
 }
 
 func copyFile(from, to string) error {

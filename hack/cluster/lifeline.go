@@ -1,0 +1,126 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// LifelineOptions say how to run lifeline-manager next to the cluster.
+type LifelineOptions struct {
+	// Root is the repository to build the manager from.
+	Root string
+	// Dir holds the built binary and the webhook certificates.
+	Dir string
+	// QPS is the manager's client QPS (burst 1.5 times it); its default
+	// when zero.
+	QPS int
+}
+
+// Lifeline is a running lifeline-manager.
+type Lifeline struct {
+	// Name is the process name, for Cluster.LogFile and PID.
+	Name string
+	// MetricsURL serves the manager's Prometheus metrics.
+	MetricsURL string
+}
+
+// StartLifeline builds lifeline-manager, grants it the generated ClusterRole
+// under a client certificate of its own (user lifeline-manager), installs
+// the webhook configurations pointing at it on loopback, runs it, and
+// returns once it is ready, webhooks included. The API server reaches the
+// webhooks by the name localhost, which the manager's self-managed
+// certificate is issued for.
+func (c *Cluster) StartLifeline(ctx context.Context, o LifelineOptions) (*Lifeline, error) {
+	bin := filepath.Join(o.Dir, "bin", "lifeline-manager")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/lifeline-manager")
+	build.Dir = o.Root
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		return nil, fmt.Errorf("building lifeline-manager: %w", err)
+	}
+	apply := exec.CommandContext(ctx, c.Binaries["kubectl"], "--kubeconfig", c.Kubeconfig, "apply", "-f", filepath.Join(o.Root, "config", "rbac"))
+	if out, err := apply.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("applying RBAC: %w\n%s", err, out)
+	}
+	client, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return nil, err
+	}
+	const user = "lifeline-manager"
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "lifeline-manager-local"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "lifeline-manager"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	kubeconfig, err := c.WriteKubeconfig(user)
+	if err != nil {
+		return nil, err
+	}
+	ports, err := FreePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lifeline-system"}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	if _, err := InstallWebhooks(ctx, c.Config, filepath.Join(o.Root, "config", "webhook", "manifests.yaml"), "localhost", ports[2],
+		WebhookNames{Mutating: "lifeline-mutating-webhooks", Validating: "lifeline-validating-webhooks"}); err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
+		"--webhook-host=127.0.0.1",
+		fmt.Sprintf("--webhook-port=%d", ports[2]),
+		"--webhook-cert-dir=" + filepath.Join(o.Dir, "webhook-certs"),
+		"--webhook-dns-name=localhost",
+		"--leader-election-namespace=lifeline-system",
+	}
+	if o.QPS > 0 {
+		args = append(args, fmt.Sprintf("--kube-api-qps=%d", o.QPS), fmt.Sprintf("--kube-api-burst=%d", o.QPS*3/2))
+	}
+	l := &Lifeline{Name: "lifeline-manager", MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0])}
+	if err := c.StartProcess(l.Name, bin, args...); err != nil {
+		return nil, err
+	}
+	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Exited(); err != nil {
+			return false, err
+		}
+		resp, err := http.Get(readyz)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	return l, err
+}
+
+// PID returns the process id of a running component, or 0.
+func (c *Cluster) PID(name string) int {
+	for _, p := range c.procs {
+		if p.name == name {
+			return p.cmd.Process.Pid
+		}
+	}
+	return 0
+}
