@@ -6,6 +6,7 @@ package webhookcerts
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -30,6 +31,16 @@ type Options struct {
 	CertDir                 string
 	MutatingConfiguration   string
 	ValidatingConfiguration string
+	// ServerCertDuration, Lookahead and CheckEvery tune rotation: a
+	// certificate is renewed once it expires within Lookahead, checked
+	// every CheckEvery. Zero means the rotator's defaults (a ten-year CA, a
+	// ten-year certificate, renewed 90 days ahead, checked every 12 hours).
+	ServerCertDuration time.Duration
+	Lookahead          time.Duration
+	CheckEvery         time.Duration
+	// ControllerName names the rotator's controller, which must be unique
+	// in the process; "webhook-cert-rotator" when empty.
+	ControllerName string
 }
 
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
@@ -63,12 +74,20 @@ func Manage(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 		Webhooks:       webhooks,
 		// Every replica serves webhooks, so every replica needs the
 		// certificate, leader or not.
-		RequireLeaderElection: false,
+		RequireLeaderElection:  false,
+		ServerCertDuration:     o.ServerCertDuration,
+		LookaheadInterval:      o.Lookahead,
+		RotationCheckFrequency: o.CheckEvery,
+		ControllerName:         cmp.Or(o.ControllerName, "webhook-cert-rotator"),
 	})
 	if err != nil {
 		return nil, err
 	}
-	return ready, mgr.Add(&fileSync{reader: mgr.GetAPIReader(), secret: o.Secret, dir: o.CertDir})
+	slow := 10 * time.Second
+	if o.CheckEvery > 0 && o.CheckEvery < slow {
+		slow = o.CheckEvery
+	}
+	return ready, mgr.Add(&fileSync{reader: mgr.GetAPIReader(), secret: o.Secret, dir: o.CertDir, slow: slow})
 }
 
 // ensureSecret creates the certificate Secret, empty, if it is missing: the
@@ -94,6 +113,8 @@ type fileSync struct {
 	reader client.Reader
 	secret types.NamespacedName
 	dir    string
+	// slow is the poll interval once a certificate is in place.
+	slow time.Duration
 }
 
 // NeedLeaderElection: every replica needs its own copy.
@@ -115,7 +136,7 @@ func (f *fileSync) Start(ctx context.Context) error {
 		// Fast until the first certificate arrives; rotations are rare
 		// and come long before expiry, so a slow poll suffices after.
 		if _, err := os.Stat(filepath.Join(f.dir, corev1.TLSCertKey)); err == nil {
-			interval = 10 * time.Second
+			interval = f.slow
 		}
 		select {
 		case <-ctx.Done():

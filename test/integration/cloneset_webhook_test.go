@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +33,13 @@ import (
 // webhook configurations, the API server calling over TLS on loopback.
 func withWebhooks(t *testing.T) {
 	t.Helper()
+	startWebhooks(t, webhookcerts.Options{})
+}
+
+// startWebhooks is withWebhooks with certificate options; it returns the
+// Secret the certificate is kept in and the folder it is copied to.
+func startWebhooks(t *testing.T, certs webhookcerts.Options) (types.NamespacedName, string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ports, err := cluster.FreePorts(1)
 	if err != nil {
@@ -52,10 +61,11 @@ func withWebhooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready, err := webhookcerts.Manage(mgr, webhookcerts.Options{
-		Secret: types.NamespacedName{Namespace: newNamespace(t), Name: "webhook-certs"}, DNSName: "localhost", CertDir: certDir,
-		MutatingConfiguration: names.Mutating, ValidatingConfiguration: names.Validating,
-	})
+	certs.Secret = types.NamespacedName{Namespace: newNamespace(t), Name: "webhook-certs"}
+	certs.DNSName, certs.CertDir = "localhost", certDir
+	certs.MutatingConfiguration, certs.ValidatingConfiguration = names.Mutating, names.Validating
+	certs.ControllerName = "cert-rotator-" + strings.ToLower(t.Name())
+	ready, err := webhookcerts.Manage(mgr, certs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +100,7 @@ func withWebhooks(t *testing.T) {
 		err := k8s.Create(ctx, cs, client.DryRunAll)
 		return err == nil
 	})
+	return certs.Secret, certDir
 }
 
 func minimalCloneSet(name string) *unstructured.Unstructured {
@@ -302,4 +313,31 @@ func merge(dst, src map[string]any) {
 		}
 		dst[k] = v
 	}
+}
+
+// TestWebhookCertificateIsRotatedBeforeExpiry: a serving certificate close
+// to expiry is replaced, the new one reaches the webhook server, and the API
+// server keeps calling the webhooks without a gap in trust.
+func TestWebhookCertificateIsRotatedBeforeExpiry(t *testing.T) {
+	secretKey, certDir := startWebhooks(t, webhookcerts.Options{
+		ServerCertDuration: time.Minute, Lookahead: 50 * time.Second, CheckEvery: time.Second,
+	})
+	ctx := context.Background()
+	secret := &corev1.Secret{}
+	if err := k8s.Get(ctx, secretKey, secret); err != nil {
+		t.Fatal(err)
+	}
+	first := string(secret.Data[corev1.TLSCertKey])
+	poll(t, "the certificate rotated in the Secret and copied to the webhook server", func(ctx context.Context) bool {
+		if err := k8s.Get(ctx, secretKey, secret); err != nil {
+			return false
+		}
+		served, err := os.ReadFile(filepath.Join(certDir, corev1.TLSCertKey))
+		return err == nil && string(secret.Data[corev1.TLSCertKey]) != first && string(served) == string(secret.Data[corev1.TLSCertKey])
+	})
+	poll(t, "the API server calling the webhooks on the new certificate", func(ctx context.Context) bool {
+		cs := minimalCloneSet("after-rotation")
+		cs.SetNamespace("default")
+		return k8s.Create(ctx, cs, client.DryRunAll) == nil
+	})
 }
