@@ -399,13 +399,6 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "LifecycleStateChanged", "SetState",
 			"pod %s: %s → %s (%s)", a.Pod.Name, stateOrNone(a.Pod), a.State, a.Reason)
 
-	case planner.MarkSpecifiedDelete:
-		patch := map[string]any{"metadata": map[string]any{"labels": map[string]string{appsv1alpha1.SpecifiedDeleteKey: "true"}}}
-		if err := r.patchPod(ctx, key, a.Pod, patch); err != nil {
-			return fail("patch", err)
-		}
-		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "SuccessfulUpdatePodReCreate", "Update",
-			"successfully patch pod %s specified-delete for update(revision %s)", a.Pod.Name, a.Revision)
 	}
 	return nil
 }

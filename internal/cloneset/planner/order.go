@@ -52,11 +52,8 @@ func SortForScaleIn(pods []*corev1.Pod, minReadySeconds int32, now time.Time) {
 	rank := sameNodeRank(pods, minReadySeconds, now)
 	sort.SliceStable(pods, func(i, j int) bool {
 		a, b := pods[i], pods[j]
-		if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
-			return a.Spec.NodeName == ""
-		}
-		if phaseOrder[a.Status.Phase] != phaseOrder[b.Status.Phase] {
-			return phaseOrder[a.Status.Phase] < phaseOrder[b.Status.Phase]
+		if less, decided := lessByProgress(a, b); decided {
+			return less
 		}
 		if aa, ba := IsAvailable(a, minReadySeconds, now), IsAvailable(b, minReadySeconds, now); aa != ba {
 			return !aa
@@ -72,6 +69,18 @@ func SortForScaleIn(pods []*corev1.Pod, minReadySeconds int32, now time.Time) {
 		}
 		return keepOrderTail(a, b)
 	})
+}
+
+// lessByProgress orders pods that got less far first: unscheduled before
+// scheduled, then Pending, Unknown, Running. decided is false on a tie.
+func lessByProgress(a, b *corev1.Pod) (less, decided bool) {
+	if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
+		return a.Spec.NodeName == "", true
+	}
+	if phaseOrder[a.Status.Phase] != phaseOrder[b.Status.Phase] {
+		return phaseOrder[a.Status.Phase] < phaseOrder[b.Status.Phase], true
+	}
+	return false, false
 }
 
 // keepOrderTail breaks ties the way Kubernetes' ActivePods does: the pod
@@ -125,11 +134,8 @@ func sameNodeRank(pods []*corev1.Pod, minReadySeconds int32, now time.Time) map[
 func SortForUpdate(pods []*corev1.Pod, strategy *pub.UpdatePriorityStrategy, scatter []ScatterTerm) {
 	sort.SliceStable(pods, func(i, j int) bool {
 		a, b := pods[i], pods[j]
-		if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
-			return a.Spec.NodeName == ""
-		}
-		if phaseOrder[a.Status.Phase] != phaseOrder[b.Status.Phase] {
-			return phaseOrder[a.Status.Phase] < phaseOrder[b.Status.Phase]
+		if less, decided := lessByProgress(a, b); decided {
+			return less
 		}
 		if ar, br := podReadyCondition(a), podReadyCondition(b); ar != br {
 			return !ar

@@ -46,10 +46,6 @@ const (
 	DeletePod ActionType = "DeletePod"
 	// SetState moves a pod to another lifecycle state.
 	SetState ActionType = "SetState"
-	// MarkSpecifiedDelete labels a pod for deletion, which is how a ReCreate
-	// update replaces it: the scale logic then deletes it within budget,
-	// through its preDelete hook, and creates a successor.
-	MarkSpecifiedDelete ActionType = "MarkSpecifiedDelete"
 )
 
 // Action is one step of a plan.
@@ -59,8 +55,7 @@ type Action struct {
 	Pod *corev1.Pod
 	// InstanceID is the id of the pod to create.
 	InstanceID string
-	// Revision is the revision to create the pod at, or the revision a
-	// MarkSpecifiedDelete updates the pod to.
+	// Revision is the revision to create the pod at.
 	Revision string
 	// State is the state SetState moves the pod to, or the state CreatePod
 	// creates it in.
@@ -300,13 +295,21 @@ func update(s Snapshot, d Diffs) ([]Action, error) {
 	}
 	SortForUpdate(candidates, cs.Spec.UpdateStrategy.PriorityStrategy, scatter)
 	picked := LimitUpdate(candidates, s.Pods, d.UpdateNum, d.UpdateMaxUnavailable, s.UpdateRevision, cs.Spec.MinReadySeconds, s.Now)
+	// A picked pod goes through the same delete-or-hold step as a pod
+	// specified for deletion, preDelete hook and all; its successor is
+	// created at the update revision by the next scale step.
+	//
+	// OpenKruise first labels the pod specified-delete and deletes it in a
+	// later reconcile. That costs a write per pod and a round trip per
+	// batch, which made its rollouts slower than a Deployment's; the budget
+	// check above is the same either way, so we delete at once.
+	preDelete := lifecycleHook(cs, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreDelete })
 	var actions []Action
 	for _, pod := range picked {
 		if _, marked := pod.Labels[appsv1alpha1.SpecifiedDeleteKey]; marked {
-			continue
+			continue // the scale step deletes it
 		}
-		actions = append(actions, Action{Type: MarkSpecifiedDelete, Pod: pod, Revision: s.UpdateRevision,
-			Reason: fmt.Sprintf("recreate for update to revision %s", s.UpdateRevision)})
+		actions = append(actions, deleteOrHold(preDelete, pod, fmt.Sprintf("recreate for update to revision %s", s.UpdateRevision)))
 	}
 	return actions, nil
 }

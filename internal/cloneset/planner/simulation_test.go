@@ -94,8 +94,6 @@ func (w *world) step() Plan {
 			delete(w.pods, a.Pod.Name)
 		case SetState:
 			w.pods[a.Pod.Name].Labels[pub.LifecycleStateKey] = string(a.State)
-		case MarkSpecifiedDelete:
-			w.pods[a.Pod.Name].Labels[appsv1alpha1.SpecifiedDeleteKey] = "true"
 		}
 	}
 	// The controller never takes more pods out of service than
@@ -167,7 +165,7 @@ func (w *world) sorted() []*corev1.Pod {
 // mutate changes the spec the way users do mid-rollout.
 func (w *world) mutate() {
 	us := &w.cs.Spec.UpdateStrategy
-	switch w.rng.Intn(6) {
+	switch w.rng.Intn(7) {
 	case 0:
 		w.revision++
 	case 1:
@@ -183,6 +181,10 @@ func (w *world) mutate() {
 		}
 	case 5:
 		us.Paused = !us.Paused
+	case 6:
+		if pods := w.sorted(); len(pods) > 0 { // someone asks for a pod's deletion
+			pods[w.rng.Intn(len(pods))].Labels[appsv1alpha1.SpecifiedDeleteKey] = "true"
+		}
 	}
 	w.cs.Generation++
 }
