@@ -3,9 +3,12 @@ package planner
 import (
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 )
@@ -38,6 +41,24 @@ func TestCalculateDiffs(t *testing.T) {
 			name: "scale up from nothing",
 			s:    snapshot(cloneSet(3, "", "", "")),
 			want: Diffs{ScaleUpNum: 3, ScaleUpLimit: 3},
+		},
+		{
+			name: "increase replicas 3 to 6 with scale maxUnavailable 2",
+			s: func() Snapshot {
+				cs := cloneSet(6, "", "", "")
+				cs.Spec.ScaleStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+				return snapshot(cs, five(newRev)[:3]...)
+			}(),
+			want: Diffs{ScaleUpNum: 3, ScaleUpLimit: 2},
+		},
+		{
+			name: "scale maxUnavailable counts pods still starting",
+			s: func() Snapshot {
+				cs := cloneSet(6, "", "", "")
+				cs.Spec.ScaleStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+				return snapshot(cs, readyPod("a", newRev), readyPod("b", newRev, notReady), readyPod("c", newRev, unscheduled))
+			}(),
+			want: Diffs{ScaleUpNum: 3},
 		},
 		{
 			name: "scale up under partition keeps old pods",
@@ -196,5 +217,31 @@ func TestUnreusedPVCs(t *testing.T) {
 	}
 	if _, ok := got[live]; ok {
 		t.Fatal("the PVC of a live pod was released")
+	}
+}
+
+func TestMinReadySecondsDelaysAvailability(t *testing.T) {
+	justReady := readyPod("a", newRev, func(p *corev1.Pod) {
+		p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-4 * time.Second))
+	})
+	if !IsAvailable(justReady, 0, now) || IsAvailable(justReady, 10, now) || !IsAvailable(justReady, 4, now) {
+		t.Error("availability ignores minReadySeconds")
+	}
+	if !IsReady(justReady, 0, now) {
+		t.Error("ready needs no minReadySeconds")
+	}
+	cs := cloneSet(1, "", "", "")
+	cs.Spec.MinReadySeconds = 10
+	p, err := Compute(snapshot(cs, justReady))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.RequeueAfter != 6*time.Second {
+		t.Errorf("requeue after %v, want the 6s until the pod is available", p.RequeueAfter)
+	}
+	for _, s := range []pub.LifecycleStateType{pub.LifecycleStatePreparingNormal, pub.LifecycleStatePreparingDelete, pub.LifecycleStateUpdated} {
+		if IsAvailable(readyPod("b", newRev, inState(s)), 0, now) {
+			t.Errorf("a pod in %s counts as available", s)
+		}
 	}
 }
