@@ -258,9 +258,10 @@ func TestCloneSetPVCsAreCreatedAndReusedByRebuiltPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCloneSet(t, cs, "the lost pod rebuilt", func(c *appsv1alpha1.CloneSet) bool {
-		for _, p := range clonePods(t, c) {
+		pods := clonePods(t, c)
+		for _, p := range pods {
 			if p.Name == lost.Name && p.UID != lost.UID {
-				return settled(2)(c)
+				return settled(2)(c) && len(pods) == 2
 			}
 		}
 		return false
@@ -268,7 +269,10 @@ func TestCloneSetPVCsAreCreatedAndReusedByRebuiltPods(t *testing.T) {
 	// With disablePVCReuse, a rebuilt pod gets a new instance and claim,
 	// and the old claim goes.
 	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.ScaleStrategy.DisablePVCReuse = true })
-	pods = clonePods(t, cs)
+	waitCloneSet(t, cs, "2 pods after the change", func(c *appsv1alpha1.CloneSet) bool {
+		pods = clonePods(t, c)
+		return settled(2)(c) && len(pods) == 2
+	})
 	lost = pods[1]
 	lostClaim := "vol-data-" + lost.Labels[appsv1alpha1.CloneSetInstanceID]
 	if err := k8s.Delete(ctx, &lost); err != nil {
@@ -399,4 +403,45 @@ func podNames(pods []corev1.Pod) []string {
 		names = append(names, p.Name)
 	}
 	return names
+}
+
+func TestCloneSetScaleInEvensOutTopologySpread(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "spread", 4)
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+	cs.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.ScheduleAnyway,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}},
+	}}
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "4 pods available", settled(4))
+	zones := func() map[string]int {
+		out := map[string]int{}
+		for _, p := range clonePods(t, cs) {
+			node := &corev1.Node{}
+			if err := k8s.Get(ctx, ctrlclient.ObjectKey{Name: p.Spec.NodeName}, node); err != nil {
+				t.Fatal(err)
+			}
+			out[node.Labels[corev1.LabelTopologyZone]]++
+		}
+		return out
+	}
+	// Three zones hold four pods: one zone has two. Scaling in to three
+	// takes one of those two.
+	before := zones()
+	crowded := ""
+	for z, n := range before {
+		if n > 1 {
+			crowded = z
+		}
+	}
+	if crowded == "" {
+		t.Fatalf("four pods in three zones, none crowded: %v", before)
+	}
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To[int32](3) })
+	waitCloneSet(t, cs, "3 pods", settled(3))
+	if after := zones(); len(after) != 3 {
+		t.Errorf("scale-in left zones %v (before %v); want one pod in each", after, before)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -46,7 +47,7 @@ func installLifeline(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.Level(zapcore.DebugLevel)))
 	testConfig := rest.CopyConfig(local.Config)
 	testConfig.QPS, testConfig.Burst = 200, 400 // the tests' own client must not be what is slow
 	if k8s, err = ctrlclient.New(testConfig, ctrlclient.Options{Scheme: manager.Scheme()}); err != nil {

@@ -69,6 +69,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 
 // SetupWithManager registers the controller and the owner index.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
@@ -123,7 +124,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for i := range owned.Items {
 		all = append(all, &owned.Items[i])
 	}
-	ok, waiting, expired := r.expectations.Satisfied(req.NamespacedName, all, now)
+	lookup := func(name string) (types.UID, bool, error) {
+		pod := &corev1.Pod{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: cs.Namespace, Name: name}, pod)
+		if apierrors.IsNotFound(err) {
+			return "", false, nil
+		}
+		return pod.UID, err == nil, err
+	}
+	ok, waiting, expired, err := r.expectations.Satisfied(req.NamespacedName, all, lookup, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if expired > 0 {
 		expectationsExpired.WithLabelValues(cs.Namespace, cs.Name).Add(float64(expired))
 		logger.Info("dropped expectations the cache never met", "count", expired)
@@ -155,8 +167,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 
+	nodeLabels, err := r.nodeLabels(ctx, cs, active)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	snap := planner.Snapshot{
-		CloneSet: cs, Pods: active, PVCs: pvcs,
+		CloneSet: cs, Pods: active, PVCs: pvcs, NodeLabels: nodeLabels,
 		UpdateRevision: revs.update.Name, CurrentRevision: revs.current.Name,
 		ExcludePreparingDelete: r.Options.ExcludePreparingDelete || cs.Labels[appsv1alpha1.CloneSetScalingExcludePreparingDeleteKey] == "true",
 		NewInstanceID:          randomID, Now: now,
@@ -210,6 +226,27 @@ func (r *Reconciler) sync(ctx context.Context, cs *appsv1alpha1.CloneSet, snap p
 		planner.ClearFailure(status, conditionType)
 	}
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+}
+
+// nodeLabels reads the labels of the pods' nodes, which scale-in needs only
+// when the template spreads pods over topology keys.
+func (r *Reconciler) nodeLabels(ctx context.Context, cs *appsv1alpha1.CloneSet, pods []*corev1.Pod) (map[string]map[string]string, error) {
+	if len(cs.Spec.Template.Spec.TopologySpreadConstraints) == 0 {
+		return nil, nil
+	}
+	labels := map[string]map[string]string{}
+	for _, pod := range pods {
+		name := pod.Spec.NodeName
+		if _, done := labels[name]; done || name == "" {
+			continue
+		}
+		node := &corev1.Node{}
+		if err := r.Get(ctx, client.ObjectKey{Name: name}, node); client.IgnoreNotFound(err) != nil {
+			return nil, err
+		}
+		labels[name] = node.Labels
+	}
+	return labels, nil
 }
 
 // activePods returns the owned pods that count: not terminating, not
@@ -369,7 +406,7 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 			r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "failed to create pod: %v", err)
 			return fail("create", fmt.Errorf("creating pod %s: %w", pod.Name, err))
 		}
-		r.expectations.ExpectCreated(key, pod.Name, now)
+		r.expectations.ExpectCreated(key, pod.Name, pod.UID, now)
 		podsCreated.WithLabelValues(cs.Namespace, cs.Name).Inc()
 		r.Recorder.Eventf(cs, pod, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "succeed to create pod %s (%s)", pod.Name, a.Reason)
 

@@ -35,8 +35,13 @@ type expectation struct {
 	kind expectationKind
 	// resourceVersion is, for expectChanged, the version before the patch.
 	resourceVersion string
-	since           time.Time
+	// uid is, for expectCreated, the UID of the created pod.
+	uid   types.UID
+	since time.Time
 }
+
+// PodLookup reads a pod around the cache: its UID, or found=false.
+type PodLookup func(name string) (uid types.UID, found bool, err error)
 
 func newExpectations(timeout time.Duration) *expectations {
 	return &expectations{timeout: timeout, byOwner: map[types.NamespacedName]map[string]expectation{}}
@@ -51,9 +56,9 @@ func (e *expectations) expect(owner types.NamespacedName, pod string, x expectat
 	e.byOwner[owner][pod] = x
 }
 
-// ExpectCreated records that pod was created.
-func (e *expectations) ExpectCreated(owner types.NamespacedName, pod string, now time.Time) {
-	e.expect(owner, pod, expectation{kind: expectCreated, since: now})
+// ExpectCreated records that pod was created with uid.
+func (e *expectations) ExpectCreated(owner types.NamespacedName, pod string, uid types.UID, now time.Time) {
+	e.expect(owner, pod, expectation{kind: expectCreated, uid: uid, since: now})
 }
 
 // ExpectDeleted records that pod was deleted.
@@ -75,15 +80,17 @@ func (e *expectations) Forget(owner types.NamespacedName) {
 
 // Satisfied checks owner's expectations against the pods the cache holds
 // (every owned pod, terminating ones included), drops those met, and says
-// what is still awaited. Expectations older than the timeout are dropped
-// too and counted as expired: a write the cache never shows must not wedge
-// the CloneSet for ever.
-func (e *expectations) Satisfied(owner types.NamespacedName, cached []*corev1.Pod, now time.Time) (ok bool, waiting string, expired int) {
+// what is still awaited. A created pod the cache does not hold is looked up
+// around the cache: if it is already gone again (deleted by someone else
+// before the cache caught up), waiting for it would be waiting for ever.
+// Expectations older than the timeout are dropped too and counted as
+// expired: a write the cache never shows must not wedge the CloneSet.
+func (e *expectations) Satisfied(owner types.NamespacedName, cached []*corev1.Pod, lookup PodLookup, now time.Time) (ok bool, waiting string, expired int, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	pending := e.byOwner[owner]
 	if len(pending) == 0 {
-		return true, "", 0
+		return true, "", 0, nil
 	}
 	byName := make(map[string]*corev1.Pod, len(cached))
 	for _, p := range cached {
@@ -95,6 +102,13 @@ func (e *expectations) Satisfied(owner types.NamespacedName, cached []*corev1.Po
 		switch x.kind {
 		case expectCreated:
 			met = found
+			if !found && lookup != nil {
+				uid, exists, lookupErr := lookup(name)
+				if lookupErr != nil {
+					return false, "", expired, lookupErr
+				}
+				met = !exists || uid != x.uid
+			}
 		case expectDeleted:
 			met = !found || pod.DeletionTimestamp != nil
 		case expectChanged:
@@ -113,5 +127,5 @@ func (e *expectations) Satisfied(owner types.NamespacedName, cached []*corev1.Po
 	if len(pending) == 0 {
 		delete(e.byOwner, owner)
 	}
-	return waiting == "", waiting, expired
+	return waiting == "", waiting, expired, nil
 }

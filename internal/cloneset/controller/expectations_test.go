@@ -20,32 +20,52 @@ func TestExpectationsFollowTheCache(t *testing.T) {
 		}
 		return p
 	}
-	if ok, _, _ := e.Satisfied(owner, nil, t0); !ok {
+	apiServer := map[string]types.UID{} // what a read around the cache finds
+	lookup := func(name string) (types.UID, bool, error) { uid, ok := apiServer[name]; return uid, ok, nil }
+	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, t0); !ok {
 		t.Fatal("no expectations, not satisfied")
 	}
-	e.ExpectCreated(owner, "web-a", t0)
+	apiServer["web-a"] = "uid-a"
+	e.ExpectCreated(owner, "web-a", "uid-a", t0)
 	e.ExpectDeleted(owner, "web-b", t0)
 	e.ExpectChanged(owner, "web-c", "7", t0)
 
 	cache := []*corev1.Pod{pod("web-b", "3", false), pod("web-c", "7", false)}
-	if ok, waiting, _ := e.Satisfied(owner, cache, t0); ok || waiting == "" {
+	if ok, waiting, _, _ := e.Satisfied(owner, cache, lookup, t0); ok || waiting == "" {
 		t.Fatal("satisfied before the cache saw anything")
 	}
 	cache = []*corev1.Pod{pod("web-a", "1", false), pod("web-b", "4", true), pod("web-c", "7", false)}
-	if ok, waiting, _ := e.Satisfied(owner, cache, t0); ok || waiting != "pod web-c to be updated in the cache" {
+	if ok, waiting, _, _ := e.Satisfied(owner, cache, lookup, t0); ok || waiting != "pod web-c to be updated in the cache" {
 		t.Fatalf("waiting = %q", waiting)
 	}
 	cache[2] = pod("web-c", "8", false)
-	if ok, _, _ := e.Satisfied(owner, cache, t0); !ok {
+	if ok, _, _, _ := e.Satisfied(owner, cache, lookup, t0); !ok {
 		t.Fatal("not satisfied once the cache caught up")
 	}
 	// Met expectations are gone: the pod disappearing later changes nothing.
-	if ok, _, _ := e.Satisfied(owner, nil, t0); !ok {
+	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, t0); !ok {
 		t.Fatal("met expectations came back")
 	}
 
-	e.ExpectCreated(owner, "web-z", t0)
-	if ok, _, expired := e.Satisfied(owner, nil, t0.Add(2*time.Minute)); !ok || expired != 1 {
+	// A pod created and deleted again before the cache showed it: the
+	// cache may never show it, so it is not waited for.
+	e.ExpectCreated(owner, "web-y", "uid-y", t0)
+	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, t0); !ok {
+		t.Fatal("waiting for a pod that is already gone")
+	}
+	// One replaced by a pod of the same name, likewise.
+	apiServer["web-x"] = "uid-x2"
+	e.ExpectCreated(owner, "web-x", "uid-x1", t0)
+	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, t0); !ok {
+		t.Fatal("waiting for a pod replaced under the same name")
+	}
+
+	apiServer["web-z"] = "uid-z"
+	e.ExpectCreated(owner, "web-z", "uid-z", t0)
+	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, t0); ok {
+		t.Fatal("satisfied while the pod exists but the cache lags")
+	}
+	if ok, _, expired, _ := e.Satisfied(owner, nil, lookup, t0.Add(2*time.Minute)); !ok || expired != 1 {
 		t.Fatalf("an expectation past the timeout: ok %v, expired %d", ok, expired)
 	}
 }

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"math"
 	"sort"
 	"strconv"
 	"time"
@@ -46,10 +47,18 @@ func podReadyCondition(pod *corev1.Pod) bool {
 // SortForScaleIn orders pods so that the ones to delete first come first:
 // unscheduled, then pending, then unavailable (lifecycle hooks and
 // minReadySeconds count) and not ready; then lower pod-deletion-cost; then
-// pods crowded on a node with others of the set; then the most recently
-// ready, the most restarted and the newest.
-func SortForScaleIn(pods []*corev1.Pod, minReadySeconds int32, now time.Time) {
-	rank := sameNodeRank(pods, minReadySeconds, now)
+// pods crowded with others of the set (in the same topology domains when
+// the template spreads over topology keys, on the same node otherwise);
+// then the most recently ready, the most restarted and the newest.
+// nodeLabels maps node names to their labels; it is needed only for spread
+// constraints.
+func SortForScaleIn(pods []*corev1.Pod, spread []corev1.TopologySpreadConstraint, nodeLabels map[string]map[string]string, minReadySeconds int32, now time.Time) {
+	var rank map[*corev1.Pod]float64
+	if len(spread) > 0 {
+		rank = spreadRank(pods, spread, nodeLabels)
+	} else {
+		rank = sameNodeRank(pods, minReadySeconds, now)
+	}
 	sort.SliceStable(pods, func(i, j int) bool {
 		a, b := pods[i], pods[j]
 		if less, decided := lessByProgress(a, b); decided {
@@ -104,14 +113,14 @@ func keepOrderTail(a, b *corev1.Pod) bool {
 // sameNodeRank gives each pod its position among the set's pods on its node,
 // best kept first: 0 for the pod a node would keep, higher for the pods
 // crowding it. Scale-in prefers higher ranks, so it spreads deletions.
-func sameNodeRank(pods []*corev1.Pod, minReadySeconds int32, now time.Time) map[*corev1.Pod]int {
+func sameNodeRank(pods []*corev1.Pod, minReadySeconds int32, now time.Time) map[*corev1.Pod]float64 {
 	byNode := map[string][]*corev1.Pod{}
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {
 			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
 		}
 	}
-	rank := map[*corev1.Pod]int{}
+	rank := map[*corev1.Pod]float64{}
 	for _, group := range byNode {
 		sort.SliceStable(group, func(i, j int) bool {
 			a, b := group[i], group[j]
@@ -121,7 +130,30 @@ func sameNodeRank(pods []*corev1.Pod, minReadySeconds int32, now time.Time) map[
 			return !keepOrderTail(a, b)
 		})
 		for i, p := range group {
-			rank[p] = i
+			rank[p] = float64(i)
+		}
+	}
+	return rank
+}
+
+// spreadRank scores each pod by how crowded its topology domains are: for
+// every spread constraint's key, the number of the set's pods in the pod's
+// domain, weighted by ln(domains+2) so keys with many domains count more.
+// Scale-in prefers higher scores, which evens out the spread.
+func spreadRank(pods []*corev1.Pod, spread []corev1.TopologySpreadConstraint, nodeLabels map[string]map[string]string) map[*corev1.Pod]float64 {
+	rank := map[*corev1.Pod]float64{}
+	for _, c := range spread {
+		perDomain := map[string]int{}
+		domainOf := map[*corev1.Pod]string{}
+		for _, p := range pods {
+			if v, ok := nodeLabels[p.Spec.NodeName][c.TopologyKey]; ok {
+				domainOf[p] = v
+				perDomain[v]++
+			}
+		}
+		weight := math.Log(float64(len(perDomain) + 2))
+		for p, d := range domainOf {
+			rank[p] += weight * float64(perDomain[d])
 		}
 	}
 	return rank

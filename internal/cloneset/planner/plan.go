@@ -30,6 +30,9 @@ type Snapshot struct {
 	// ExcludePreparingDelete leaves PreparingDelete pods out of the replica
 	// count (the CloneSet label or the controller flag).
 	ExcludePreparingDelete bool
+	// NodeLabels maps the pods' nodes to their labels, for the template's
+	// topology spread constraints; nil when it has none.
+	NodeLabels map[string]map[string]string
 	// NewInstanceID returns a random instance id; the planner rerolls ids
 	// that are taken.
 	NewInstanceID func() string
@@ -176,8 +179,9 @@ func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []Action {
 			}
 		}
 		fromOld := min(d.ScaleDownNum, d.ScaleDownNumOldRevision, len(old))
-		SortForScaleIn(old, cs.Spec.MinReadySeconds, s.Now)
-		SortForScaleIn(updated, cs.Spec.MinReadySeconds, s.Now)
+		spread := cs.Spec.Template.Spec.TopologySpreadConstraints
+		SortForScaleIn(old, spread, s.NodeLabels, cs.Spec.MinReadySeconds, s.Now)
+		SortForScaleIn(updated, spread, s.NodeLabels, cs.Spec.MinReadySeconds, s.Now)
 		chosen := append(old[:fromOld:fromOld], updated[:min(d.ScaleDownNum-fromOld, len(updated))]...)
 		for _, pod := range chosen {
 			if IsAvailable(pod, 0, s.Now) {

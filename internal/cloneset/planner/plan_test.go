@@ -141,6 +141,13 @@ func TestComputeScenarios(t *testing.T) {
 		{"scale in spreads over crowded nodes", snapshot(cloneSet(2, "", "100%", ""),
 			readyPod("a", newRev, onNode("n1")), readyPod("b", newRev, onNode("n2")), readyPod("c", newRev, onNode("n2"))),
 			[]string{"DeletePod web-b"}},
+		{"scale in evens out topology spread", func() Snapshot {
+			s := snapshot(cloneSet(2, "", "100%", ""),
+				readyPod("a", newRev, onNode("n1")), readyPod("b", newRev, onNode("n2")), readyPod("c", newRev, onNode("n3")))
+			s.CloneSet.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{TopologyKey: "zone", MaxSkew: 1}}
+			s.NodeLabels = map[string]map[string]string{"n1": {"zone": "a"}, "n2": {"zone": "b"}, "n3": {"zone": "b"}}
+			return s
+		}(), []string{"DeletePod web-b"}},
 		{"surplus pods are deleted whatever maxUnavailable", snapshot(cloneSet(1, "", "1", ""),
 			readyPod("a", newRev), readyPod("b", newRev), readyPod("c", newRev)),
 			[]string{"DeletePod web-a", "DeletePod web-b"}},
