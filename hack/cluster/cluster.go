@@ -379,9 +379,6 @@ func (c *Cluster) WriteKubeconfig(user string, groups ...string) (string, error)
 	return c.writeKubeconfig(user, pkix.Name{CommonName: user, Organization: groups})
 }
 
-// CAFile is the path of the cluster CA certificate.
-func (c *Cluster) CAFile() string { return c.ca.caFile() }
-
 func (c *Cluster) run(name string, args ...string) error {
 	return c.StartProcess(name, c.Binaries[name], args...)
 }
