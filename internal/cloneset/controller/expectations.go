@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -96,18 +97,16 @@ func (e *expectations) Satisfied(owner types.NamespacedName, cached []*corev1.Po
 	for _, p := range cached {
 		byName[p.Name] = p
 	}
+	var unseen []string // created pods the cache does not hold yet
 	for name, x := range pending {
 		pod, found := byName[name]
 		met := false
 		switch x.kind {
 		case expectCreated:
 			met = found
-			if !found && lookup != nil {
-				uid, exists, lookupErr := lookup(name)
-				if lookupErr != nil {
-					return false, "", expired, lookupErr
-				}
-				met = !exists || uid != x.uid
+			if !found && now.Sub(x.since) <= e.timeout {
+				unseen = append(unseen, name)
+				continue
 			}
 		case expectDeleted:
 			met = !found || pod.DeletionTimestamp != nil
@@ -122,6 +121,28 @@ func (e *expectations) Satisfied(owner types.NamespacedName, cached []*corev1.Po
 			expired++
 		case waiting == "":
 			waiting = fmt.Sprintf("pod %s to be %s in the cache", name, [...]string{"created", "deleted", "updated"}[x.kind])
+		}
+	}
+	// Look unseen pods up around the cache only while nothing else is
+	// awaited, and stop at the first that exists: a lagging cache after a
+	// batch of creations costs one read, not one per pod.
+	sort.Strings(unseen)
+	for _, name := range unseen {
+		if waiting != "" {
+			break
+		}
+		gone := false
+		if lookup != nil {
+			uid, exists, err := lookup(name)
+			if err != nil {
+				return false, "", expired, err
+			}
+			gone = !exists || uid != pending[name].uid
+		}
+		if gone {
+			delete(pending, name)
+		} else {
+			waiting = fmt.Sprintf("pod %s to be created in the cache", name)
 		}
 	}
 	if len(pending) == 0 {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -67,5 +68,19 @@ func TestExpectationsFollowTheCache(t *testing.T) {
 	}
 	if ok, _, expired, _ := e.Satisfied(owner, nil, lookup, t0.Add(2*time.Minute)); !ok || expired != 1 {
 		t.Fatalf("an expectation past the timeout: ok %v, expired %d", ok, expired)
+	}
+}
+
+func TestExpectationsLookUpOnePodAtATime(t *testing.T) {
+	owner := types.NamespacedName{Namespace: "ns", Name: "web"}
+	t0 := time.Now()
+	e := newExpectations(time.Minute)
+	lookups := 0
+	lookup := func(string) (types.UID, bool, error) { lookups++; return "uid", true, nil }
+	for i := 0; i < 500; i++ {
+		e.ExpectCreated(owner, fmt.Sprintf("web-%03d", i), "uid", t0)
+	}
+	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, t0); ok || lookups != 1 {
+		t.Fatalf("ok %v after %d reads around the cache; want waiting after 1", ok, lookups)
 	}
 }
