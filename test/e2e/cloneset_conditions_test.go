@@ -145,3 +145,47 @@ func TestFailedScaleIsReportedAndCleared(t *testing.T) {
 		return settled(3)(c) && condition(c, appsv1alpha1.CloneSetConditionFailedScale) == nil
 	})
 }
+
+// TestPreDeleteMarkPodNotReady: a pod held by a preDelete hook with
+// markPodNotReady really becomes NotReady (through the KruisePodReady
+// readiness gate), and goes once released.
+func TestPreDeleteMarkPodNotReady(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "drain", 2)
+	const drain = "example.com/drain"
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{drain: "true"}, MarkPodNotReady: true}}
+	cs.Spec.Template.Labels[drain] = "true"
+	createCloneSet(t, cs)
+	// The gate is on every pod and the controller sets its condition, so
+	// the pods become Ready.
+	waitCloneSet(t, cs, "2 pods available", settled(2))
+	for _, p := range clonePods(t, cs) {
+		if podCondition(&p, pub.KruisePodReadyConditionType) != corev1.ConditionTrue || podCondition(&p, corev1.PodReady) != corev1.ConditionTrue {
+			t.Fatalf("pod %s: KruisePodReady %q, Ready %q", p.Name, podCondition(&p, pub.KruisePodReadyConditionType), podCondition(&p, corev1.PodReady))
+		}
+	}
+
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To[int32](1) })
+	var held *corev1.Pod
+	eventually(t, time.Minute, "the held pod NotReady", func(context.Context) (bool, string, error) {
+		for _, p := range clonePods(t, cs) {
+			if p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingDelete) && podCondition(&p, corev1.PodReady) == corev1.ConditionFalse {
+				held = &p
+				return true, "", nil
+			}
+		}
+		return false, "no held NotReady pod yet", nil
+	})
+	for _, c := range held.Status.Conditions {
+		if c.Type == pub.KruisePodReadyConditionType && (c.Status != corev1.ConditionFalse || c.Message != `[{"userAgent":"Lifecycle","key":"preDeleteHook"}]`) {
+			t.Errorf("KruisePodReady: %+v", c)
+		}
+	}
+	patchPod(t, ns, held.Name, fmt.Sprintf(`{"metadata":{"labels":{%q:"false"}}}`, drain))
+	waitCloneSet(t, cs, "released pod deleted", func(c *appsv1alpha1.CloneSet) bool {
+		pod := &corev1.Pod{}
+		err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(held), pod)
+		return settled(1)(c) && (err != nil || pod.DeletionTimestamp != nil)
+	})
+}

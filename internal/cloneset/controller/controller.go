@@ -31,6 +31,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
+	"github.com/lifeline-k8s/lifeline/internal/lifecycle"
 )
 
 // ownerIndex indexes pods, PVCs and revisions by the UID of their
@@ -426,15 +427,31 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 		}
 
 	case planner.SetState:
+		pod := a.Pod
+		if a.NotReadyKey != "" {
+			// NotReady first, so no operator acting on the new state
+			// sees the pod still Ready.
+			var err error
+			if pod, err = r.markNotReady(ctx, pod, a.NotReadyKey, now); err != nil {
+				return fail("patch", err)
+			}
+		}
 		patch := map[string]any{"metadata": map[string]any{
 			"labels":      map[string]string{pub.LifecycleStateKey: string(a.State)},
 			"annotations": map[string]string{pub.LifecycleTimestampKey: now.Format(time.RFC3339)},
 		}}
-		if err := r.patchPod(ctx, key, a.Pod, patch); err != nil {
+		if err := r.patchPod(ctx, key, pod, patch); err != nil {
 			return fail("patch", err)
 		}
 		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "LifecycleStateChanged", "SetState",
 			"pod %s: %s → %s (%s)", a.Pod.Name, stateOrNone(a.Pod), a.State, a.Reason)
+
+	case planner.InitPodReady:
+		cond := corev1.PodCondition{Type: pub.KruisePodReadyConditionType, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)}
+		if _, err := r.patchPodStatus(ctx, a.Pod, cond); err != nil {
+			return fail("patch", err)
+		}
+		r.expectations.ExpectChanged(key, a.Pod.Name, a.Pod.ResourceVersion, now)
 
 	}
 	return nil
@@ -493,6 +510,47 @@ func (r *Reconciler) releaseUnreusedPVCs(ctx context.Context, cs *appsv1alpha1.C
 		}
 	}
 	return kept, nil
+}
+
+// markNotReady sets the pod's KruisePodReady condition False, adding key to
+// the reasons in its message, and returns the patched pod. A pod without
+// the gate is left alone: the condition would not make it NotReady.
+func (r *Reconciler) markNotReady(ctx context.Context, pod *corev1.Pod, key string, now time.Time) (*corev1.Pod, error) {
+	gated := false
+	for _, g := range pod.Spec.ReadinessGates {
+		gated = gated || g.ConditionType == pub.KruisePodReadyConditionType
+	}
+	if !gated {
+		return pod, nil
+	}
+	message := ""
+	for _, c := range pod.Status.Conditions {
+		if c.Type == pub.KruisePodReadyConditionType {
+			message = c.Message
+		}
+	}
+	cond := corev1.PodCondition{
+		Type: pub.KruisePodReadyConditionType, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(now),
+		Message: lifecycle.AddNotReadyReason(message, pub.PodReadyUserAgentLifecycle, key),
+	}
+	return r.patchPodStatus(ctx, pod, cond)
+}
+
+// patchPodStatus merges one condition into the pod's status, guarded by the
+// pod's resourceVersion, and returns the patched pod.
+func (r *Reconciler) patchPodStatus(ctx context.Context, pod *corev1.Pod, cond corev1.PodCondition) (*corev1.Pod, error) {
+	data, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": pod.UID, "resourceVersion": pod.ResourceVersion},
+		"status":   map[string]any{"conditions": []corev1.PodCondition{cond}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	patched := pod.DeepCopy()
+	if err := r.Status().Patch(ctx, patched, client.RawPatch(types.StrategicMergePatchType, data)); err != nil {
+		return nil, fmt.Errorf("patching the %s condition of pod %s: %w", cond.Type, pod.Name, err)
+	}
+	return patched, nil
 }
 
 func (r *Reconciler) deletePVCs(ctx context.Context, cs *appsv1alpha1.CloneSet, id string) error {

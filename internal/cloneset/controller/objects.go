@@ -11,6 +11,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/revision"
 )
 
@@ -64,6 +65,9 @@ func newPod(cs *appsv1alpha1.CloneSet, cr *appsv1.ControllerRevision, id string,
 	pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = revision.ShortHash(cr.Name)
 	pod.Labels[pub.LifecycleStateKey] = string(state)
 	pod.Annotations[pub.LifecycleTimestampKey] = now.Format(time.RFC3339)
+	if planner.MarksPodNotReady(cs) {
+		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType})
+	}
 
 	if len(cs.Spec.VolumeClaimTemplates) > 0 {
 		claimed := map[string]bool{}

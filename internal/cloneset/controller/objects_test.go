@@ -67,6 +67,15 @@ func TestNewPodAndPVCs(t *testing.T) {
 		t.Errorf("volumes: %+v", pod.Spec.Volumes)
 	}
 
+	if len(pod.Spec.ReadinessGates) != 0 {
+		t.Errorf("readiness gates without markPodNotReady: %v", pod.Spec.ReadinessGates)
+	}
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{MarkPodNotReady: true}}
+	if gated, _ := newPod(cs, cr, "x7k2p", pub.LifecycleStateNormal, now); len(gated.Spec.ReadinessGates) != 1 ||
+		gated.Spec.ReadinessGates[0].ConditionType != pub.KruisePodReadyConditionType {
+		t.Errorf("readiness gates with markPodNotReady: %v", gated.Spec.ReadinessGates)
+	}
+
 	pvcs := newPVCs(cs, "x7k2p")
 	if len(pvcs) != 1 || pvcs[0].Name != "data-web-x7k2p" || pvcs[0].Labels["disk"] != "ssd" || pvcs[0].Labels["app"] != "web" ||
 		pvcs[0].Labels[appsv1alpha1.CloneSetInstanceID] != "x7k2p" || metav1.GetControllerOf(pvcs[0]).UID != "cs-uid" {

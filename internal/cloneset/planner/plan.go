@@ -49,6 +49,9 @@ const (
 	DeletePod ActionType = "DeletePod"
 	// SetState moves a pod to another lifecycle state.
 	SetState ActionType = "SetState"
+	// InitPodReady sets a new pod's KruisePodReady condition True, so the
+	// readiness gate does not hold it NotReady.
+	InitPodReady ActionType = "InitPodReady"
 )
 
 // Action is one step of a plan.
@@ -63,6 +66,9 @@ type Action struct {
 	// State is the state SetState moves the pod to, or the state CreatePod
 	// creates it in.
 	State pub.LifecycleStateType
+	// NotReadyKey, on SetState, first makes the pod NotReady through its
+	// KruisePodReady condition, recording this key (markPodNotReady).
+	NotReadyKey string
 	// Reason says why, for events and logs.
 	Reason string
 }
@@ -111,16 +117,20 @@ func Compute(s Snapshot) (Plan, error) {
 	p := Plan{Diffs: CalculateDiffs(b, s.Pods, s.UpdateRevision, podsToDelete, minReady, s.ExcludePreparingDelete, s.Now)}
 	p.RequeueAfter = nextAvailability(s.Pods, minReady, s.Now)
 
+	// New pods' KruisePodReady conditions are set whatever else the step
+	// does, so that scaling up does not wait for scaling to finish before
+	// its pods can become Ready.
 	if actions := scale(s, &p, podsToDelete); len(actions) > 0 {
-		p.Phase, p.Actions = PhaseScale, actions
+		p.Phase, p.Actions = PhaseScale, withInitPodReady(s, actions)
 		return p, nil
 	}
 	if actions := refreshStates(s); len(actions) > 0 {
-		p.Phase, p.Actions = PhaseRefresh, actions
+		p.Phase, p.Actions = PhaseRefresh, withInitPodReady(s, actions)
 		return p, nil
 	}
 	p.Phase = PhaseUpdate
 	p.Actions, err = update(s, p.Diffs)
+	p.Actions = withInitPodReady(s, p.Actions)
 	return p, err
 }
 
@@ -200,9 +210,56 @@ func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []Action {
 // case it moves to PreparingDelete and waits there.
 func deleteOrHold(preDelete *pub.LifecycleHook, pod *corev1.Pod, why string) Action {
 	if lifecycle.IsHooked(preDelete, pod) {
-		return Action{Type: SetState, Pod: pod, State: pub.LifecycleStatePreparingDelete, Reason: why + "; its preDelete hook holds it"}
+		a := Action{Type: SetState, Pod: pod, State: pub.LifecycleStatePreparingDelete, Reason: why + "; its preDelete hook holds it"}
+		if preDelete.MarkPodNotReady {
+			a.NotReadyKey = pub.PodReadyKeyPreDeleteHook
+		}
+		return a
 	}
 	return Action{Type: DeletePod, Pod: pod, Reason: why}
+}
+
+// MarksPodNotReady reports whether a hook of the CloneSet may make its pods
+// NotReady, in which case its pods get the KruisePodReady readiness gate.
+//
+// OpenKruise's pod webhook gives every pod of a Kruise workload the gate,
+// which costs every new pod a status write (the condition set True) before
+// it can be Ready. We give it only to pods whose CloneSet can use it; a
+// CloneSet that turns markPodNotReady on later has it on its new pods.
+func MarksPodNotReady(cs *appsv1alpha1.CloneSet) bool {
+	l := cs.Spec.Lifecycle
+	return l != nil && ((l.PreDelete != nil && l.PreDelete.MarkPodNotReady) || (l.InPlaceUpdate != nil && l.InPlaceUpdate.MarkPodNotReady))
+}
+
+// withInitPodReady adds to actions the setting of the KruisePodReady
+// condition True on pods that carry the gate but not the condition yet,
+// leaving out pods the actions already touch: a plan's actions must not
+// race on one pod.
+func withInitPodReady(s Snapshot, actions []Action) []Action {
+	touched := map[*corev1.Pod]bool{}
+	for _, a := range actions {
+		touched[a.Pod] = true
+	}
+	for _, pod := range s.Pods {
+		if touched[pod] {
+			continue
+		}
+		gated := false
+		for _, g := range pod.Spec.ReadinessGates {
+			gated = gated || g.ConditionType == pub.KruisePodReadyConditionType
+		}
+		if !gated {
+			continue
+		}
+		found := false
+		for _, c := range pod.Status.Conditions {
+			found = found || c.Type == pub.KruisePodReadyConditionType
+		}
+		if !found {
+			actions = append(actions, Action{Type: InitPodReady, Pod: pod, Reason: "a new pod's readiness gate"})
+		}
+	}
+	return actions
 }
 
 // creates plans the missing pods: the first ScaleUpNumOldRevision of them at

@@ -252,3 +252,43 @@ func TestMinReadySecondsDelaysAvailability(t *testing.T) {
 		}
 	}
 }
+
+func TestMarkPodNotReady(t *testing.T) {
+	gated := func(p *corev1.Pod) {
+		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.KruisePodReadyConditionType}}
+	}
+	initialised := func(p *corev1.Pod) {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: pub.KruisePodReadyConditionType, Status: corev1.ConditionTrue})
+	}
+	held := func(p *corev1.Pod) { p.Labels["hold"] = "true" }
+	cs := cloneSet(1, "", "100%", "")
+	if MarksPodNotReady(cs) {
+		t.Error("no lifecycle, yet marks pods NotReady")
+	}
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}, MarkPodNotReady: true}}
+	if !MarksPodNotReady(cs) {
+		t.Error("preDelete.markPodNotReady not seen")
+	}
+	// Scale-in holds b (the cheapest) and makes it NotReady; c, new and
+	// gated, gets its condition initialised in the same step; a has it.
+	cs.Spec.Replicas = ptr.To[int32](2)
+	p, err := Compute(snapshot(cs, readyPod("a", newRev, gated, initialised, held),
+		readyPod("b", newRev, gated, held, withCost("-5")), readyPod("c", newRev, gated, held)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range p.Actions {
+		got = append(got, string(a.Type)+" "+a.Pod.Name+" "+a.NotReadyKey)
+	}
+	if want := []string{"SetState web-b preDeleteHook", "InitPodReady web-c "}; !slices.Equal(got, want) {
+		t.Errorf("actions %v, want %v; diffs %+v", got, want, p.Diffs)
+	}
+	// Without markPodNotReady, holding a pod does not touch readiness.
+	cs.Spec.Lifecycle.PreDelete.MarkPodNotReady = false
+	cs.Spec.Replicas = ptr.To[int32](1)
+	p, _ = Compute(snapshot(cs, readyPod("a", newRev, held), readyPod("b", newRev, held)))
+	if len(p.Actions) != 1 || p.Actions[0].NotReadyKey != "" {
+		t.Errorf("actions %+v", p.Actions)
+	}
+}
