@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -187,5 +188,58 @@ func TestPreDeleteMarkPodNotReady(t *testing.T) {
 		pod := &corev1.Pod{}
 		err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(held), pod)
 		return settled(1)(c) && (err != nil || pod.DeletionTimestamp != nil)
+	})
+}
+
+// TestPreparingDeleteIsRevivedOrReplaced: replicas going back up take a
+// held pod back (PreparingDelete → PreparingNormal → Normal) instead of
+// creating one; with the exclude-preparing-delete label, and for a pod
+// named in podsToDelete, a new pod is created instead (reference e2e 10).
+func TestPreparingDeleteIsRevivedOrReplaced(t *testing.T) {
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "revive", 3)
+	const drain = "example.com/drain"
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{drain: "true"}}}
+	cs.Spec.Template.Labels[drain] = "true"
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "3 pods available", settled(3))
+	original := podNames(clonePods(t, cs))
+
+	held := func() string {
+		for _, p := range clonePods(t, cs) {
+			if p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingDelete) {
+				return p.Name
+			}
+		}
+		return ""
+	}
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To[int32](2) })
+	waitCloneSet(t, cs, "one pod held, still counted", func(c *appsv1alpha1.CloneSet) bool {
+		return held() != "" && c.Status.ObservedGeneration == c.Generation && c.Status.Replicas == 3
+	})
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To[int32](3) })
+	waitCloneSet(t, cs, "the held pod revived", func(c *appsv1alpha1.CloneSet) bool { return settled(3)(c) && held() == "" })
+	if got := podNames(clonePods(t, cs)); !slices.Equal(got, original) {
+		t.Errorf("pods %v after the revival, want the original %v", got, original)
+	}
+
+	// Excluded from the count, a held pod named in podsToDelete is
+	// replaced when replicas go back up.
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) {
+		c.Labels = map[string]string{appsv1alpha1.CloneSetScalingExcludePreparingDeleteKey: "true"}
+		c.Spec.Replicas = ptr.To[int32](2)
+		c.Spec.ScaleStrategy.PodsToDelete = []string{original[0]}
+	})
+	waitCloneSet(t, cs, "the named pod held", func(c *appsv1alpha1.CloneSet) bool {
+		return held() == original[0] && c.Status.ObservedGeneration == c.Generation && c.Status.Replicas == 3
+	})
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To[int32](3) })
+	waitCloneSet(t, cs, "a new pod next to the held one", func(c *appsv1alpha1.CloneSet) bool {
+		return c.Status.ObservedGeneration == c.Generation && c.Status.Replicas == 4 && held() == original[0]
+	})
+	patchPod(t, ns, original[0], fmt.Sprintf(`{"metadata":{"labels":{%q:"false"}}}`, drain))
+	waitCloneSet(t, cs, "the held pod gone", func(c *appsv1alpha1.CloneSet) bool {
+		return settled(3)(c) && !slices.Contains(podNames(clonePods(t, c)), original[0])
 	})
 }

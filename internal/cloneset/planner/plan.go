@@ -136,6 +136,9 @@ func Compute(s Snapshot) (Plan, error) {
 
 func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []Action {
 	cs, d := s.CloneSet, p.Diffs
+	if actions := revivePreparingDelete(s, podsToDelete); len(actions) > 0 {
+		return actions
+	}
 	if d.ScaleUpNum > 0 {
 		p.ScaleUpLimited = d.ScaleUpLimit < d.ScaleUpNum
 		if d.ScaleUpLimit > 0 {
@@ -202,6 +205,40 @@ func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []Action {
 			}
 			actions = append(actions, deleteOrHold(preDelete, pod, fmt.Sprintf("replicas is %d", replicasOf(cs))))
 		}
+	}
+	return actions
+}
+
+// revivePreparingDelete takes pods held in PreparingDelete back when replicas
+// went up again: rather than create new pods, it returns held ones to
+// PreparingNormal, from where they become Normal as new pods do. Pods
+// someone asked to delete stay held. Nothing is revived when a hook marks
+// pods NotReady: the NotReady mark of a held pod is never lifted, so a
+// revived pod would stay NotReady (OpenKruise's rule, kept).
+func revivePreparingDelete(s Snapshot, podsToDelete map[string]bool) []Action {
+	if MarksPodNotReady(s.CloneSet) {
+		return nil
+	}
+	leaving := 0
+	var held []*corev1.Pod
+	for _, pod := range s.Pods {
+		preparing := State(pod) == pub.LifecycleStatePreparingDelete
+		if preparing || IsSpecifiedDelete(pod, podsToDelete) {
+			leaving++
+		}
+		if preparing && !IsSpecifiedDelete(pod, podsToDelete) {
+			held = append(held, pod)
+		}
+	}
+	missing := replicasOf(s.CloneSet) - (len(s.Pods) - leaving)
+	var actions []Action
+	for _, pod := range held {
+		if missing <= 0 {
+			break
+		}
+		actions = append(actions, Action{Type: SetState, Pod: pod, State: pub.LifecycleStatePreparingNormal,
+			Reason: "replicas went up again while it was held for deletion"})
+		missing--
 	}
 	return actions
 }

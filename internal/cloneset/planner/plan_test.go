@@ -163,6 +163,21 @@ func TestComputeScenarios(t *testing.T) {
 		{"a held pod waits, and so does scale-in", preDelete(snapshot(cloneSet(1, "", "100%", ""),
 			readyPod("a", newRev, held), readyPod("b", newRev, held, inState(pub.LifecycleStatePreparingDelete)), readyPod("c", newRev, held))),
 			nil},
+		{"replicas back up revive a held pod", preDelete(snapshot(cloneSet(2, "", "100%", ""),
+			readyPod("a", newRev, held), readyPod("b", newRev, held, inState(pub.LifecycleStatePreparingDelete)))),
+			[]string{"state web-b=PreparingNormal"}},
+		// A held pod still counts as a replica until it goes (OpenKruise's
+		// default)...
+		{"a specified-delete pod is not revived", preDelete(snapshot(cloneSet(2, "", "100%", ""),
+			readyPod("a", newRev, held), readyPod("b", newRev, held, specifiedDelete, inState(pub.LifecycleStatePreparingDelete)))),
+			nil},
+		// ...unless PreparingDelete pods are excluded from the count.
+		{"excluded from the count, a held pod is replaced", func() Snapshot {
+			s := preDelete(snapshot(cloneSet(2, "", "100%", ""),
+				readyPod("a", newRev, held), readyPod("b", newRev, held, specifiedDelete, inState(pub.LifecycleStatePreparingDelete))))
+			s.ExcludePreparingDelete = true
+			return s
+		}(), []string{"create id001@" + newRev}},
 		{"a released pod is deleted", preDelete(snapshot(cloneSet(1, "", "100%", ""),
 			readyPod("a", newRev, held), readyPod("b", newRev, inState(pub.LifecycleStatePreparingDelete)))),
 			[]string{"DeletePod web-b"}},
