@@ -31,6 +31,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
+	"github.com/lifeline-k8s/lifeline/internal/cloneset/revision"
 	"github.com/lifeline-k8s/lifeline/internal/lifecycle"
 )
 
@@ -172,8 +173,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	templates := map[string]*corev1.PodTemplateSpec{}
+	if planner.UpdatesInPlace(cs) {
+		for _, cr := range revs.all {
+			if t, err := templateOf(cr); err == nil {
+				templates[cr.Name] = t
+			}
+		}
+		if t, err := templateOf(revs.update); err == nil {
+			templates[revs.update.Name] = t
+		}
+	}
 	snap := planner.Snapshot{
-		CloneSet: cs, Pods: active, PVCs: pvcs, NodeLabels: nodeLabels,
+		CloneSet: cs, Pods: active, PVCs: pvcs, NodeLabels: nodeLabels, Templates: templates,
 		UpdateRevision: revs.update.Name, CurrentRevision: revs.current.Name,
 		ExcludePreparingDelete: r.Options.ExcludePreparingDelete || cs.Labels[appsv1alpha1.CloneSetScalingExcludePreparingDeleteKey] == "true",
 		NewInstanceID:          randomID, Now: now,
@@ -428,6 +440,13 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 
 	case planner.SetState:
 		pod := a.Pod
+		if a.InPlaceReady && hasGate(pod, pub.InPlaceUpdateReady) {
+			cond := corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)}
+			var err error
+			if pod, err = r.patchPodStatus(ctx, pod, cond); err != nil {
+				return fail("patch", err)
+			}
+		}
 		if a.NotReadyKey != "" {
 			// NotReady first, so no operator acting on the new state
 			// sees the pod still Ready.
@@ -447,11 +466,24 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 			"pod %s: %s → %s (%s)", a.Pod.Name, stateOrNone(a.Pod), a.State, a.Reason)
 
 	case planner.InitPodReady:
-		cond := corev1.PodCondition{Type: pub.KruisePodReadyConditionType, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)}
-		if _, err := r.patchPodStatus(ctx, a.Pod, cond); err != nil {
+		var conds []corev1.PodCondition
+		for _, g := range a.Pod.Spec.ReadinessGates {
+			if (g.ConditionType == pub.KruisePodReadyConditionType || g.ConditionType == pub.InPlaceUpdateReady) && !hasCondition(a.Pod, g.ConditionType) {
+				conds = append(conds, corev1.PodCondition{Type: g.ConditionType, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
+			}
+		}
+		if _, err := r.patchPodStatus(ctx, a.Pod, conds...); err != nil {
 			return fail("patch", err)
 		}
 		r.expectations.ExpectChanged(key, a.Pod.Name, a.Pod.ResourceVersion, now)
+
+	case planner.UpdateInPlace:
+		if err := r.updateInPlace(ctx, key, a, now); err != nil {
+			r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "Update", "failed to update pod %s in-place: %v", a.Pod.Name, err)
+			return fail("update", err)
+		}
+		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "Update",
+			"successfully update pod %s in-place(revision %s)", a.Pod.Name, a.Revision)
 
 	}
 	return nil
@@ -536,21 +568,103 @@ func (r *Reconciler) markNotReady(ctx context.Context, pod *corev1.Pod, key stri
 	return r.patchPodStatus(ctx, pod, cond)
 }
 
-// patchPodStatus merges one condition into the pod's status, guarded by the
+// patchPodStatus merges conditions into the pod's status, guarded by the
 // pod's resourceVersion, and returns the patched pod.
-func (r *Reconciler) patchPodStatus(ctx context.Context, pod *corev1.Pod, cond corev1.PodCondition) (*corev1.Pod, error) {
+func (r *Reconciler) patchPodStatus(ctx context.Context, pod *corev1.Pod, conds ...corev1.PodCondition) (*corev1.Pod, error) {
 	data, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"uid": pod.UID, "resourceVersion": pod.ResourceVersion},
-		"status":   map[string]any{"conditions": []corev1.PodCondition{cond}},
+		"status":   map[string]any{"conditions": conds},
 	})
 	if err != nil {
 		return nil, err
 	}
 	patched := pod.DeepCopy()
 	if err := r.Status().Patch(ctx, patched, client.RawPatch(types.StrategicMergePatchType, data)); err != nil {
-		return nil, fmt.Errorf("patching the %s condition of pod %s: %w", cond.Type, pod.Name, err)
+		return nil, fmt.Errorf("patching the conditions of pod %s: %w", pod.Name, err)
 	}
 	return patched, nil
+}
+
+func hasGate(pod *corev1.Pod, t corev1.PodConditionType) bool {
+	for _, g := range pod.Spec.ReadinessGates {
+		if g.ConditionType == t {
+			return true
+		}
+	}
+	return false
+}
+
+func hasCondition(pod *corev1.Pod, t corev1.PodConditionType) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == t {
+			return true
+		}
+	}
+	return false
+}
+
+// updateInPlace updates a pod in place: NotReady first through its
+// InPlaceUpdateReady condition, then one patch of its images, template
+// labels and annotations, revision labels, state Updating and the
+// in-place update record against which completion is judged.
+func (r *Reconciler) updateInPlace(ctx context.Context, owner types.NamespacedName, a planner.Action, now time.Time) error {
+	pod := a.Pod
+	if hasGate(pod, pub.InPlaceUpdateReady) {
+		cond := corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: "StartInPlaceUpdate", LastTransitionTime: metav1.NewTime(now)}
+		var err error
+		if pod, err = r.patchPodStatus(ctx, pod, cond); err != nil {
+			return err
+		}
+	}
+	record := pub.InPlaceUpdateState{
+		Revision: a.Revision, UpdateTimestamp: metav1.NewTime(now), UpdateImages: len(a.Change.Images) > 0,
+		LastContainerStatuses: map[string]pub.InPlaceUpdateContainerStatus{},
+	}
+	var batch []string
+	var containers []map[string]string
+	for _, c := range pod.Spec.Containers {
+		image, changed := a.Change.Images[c.Name]
+		if !changed {
+			continue
+		}
+		batch = append(batch, c.Name)
+		containers = append(containers, map[string]string{"name": c.Name, "image": image})
+		for _, st := range pod.Status.ContainerStatuses {
+			if st.Name == c.Name {
+				record.LastContainerStatuses[c.Name] = pub.InPlaceUpdateContainerStatus{ImageID: st.ImageID}
+			}
+		}
+	}
+	record.ContainerBatchesRecord = []pub.InPlaceUpdateContainerBatch{{Timestamp: metav1.NewTime(now), Containers: batch}}
+	state, err := json.Marshal(record)
+	if err != nil {
+		return err
+	}
+	labels := map[string]any{}
+	for k, v := range a.Change.Labels {
+		labels[k] = v
+	}
+	for _, k := range a.Change.RemovedLabels {
+		labels[k] = nil
+	}
+	labels[appsv1.ControllerRevisionHashLabelKey] = a.Revision
+	labels[appsv1.DefaultDeploymentUniqueLabelKey] = revision.ShortHash(a.Revision)
+	labels[pub.LifecycleStateKey] = string(pub.LifecycleStateUpdating)
+	annotations := map[string]any{}
+	for k, v := range a.Change.Annotations {
+		annotations[k] = v
+	}
+	for _, k := range a.Change.RemovedAnnotations {
+		annotations[k] = nil
+	}
+	annotations[pub.LifecycleTimestampKey] = now.Format(time.RFC3339)
+	annotations[pub.InPlaceUpdateStateKey] = string(state)
+	annotations[pub.InPlaceUpdateStateKeyLegacy] = nil
+	patch := map[string]any{"metadata": map[string]any{"labels": labels, "annotations": annotations}}
+	if len(containers) > 0 {
+		patch["spec"] = map[string]any{"containers": containers}
+	}
+	return r.patchPod(ctx, owner, pod, patch)
 }
 
 func (r *Reconciler) deletePVCs(ctx context.Context, cs *appsv1alpha1.CloneSet, id string) error {

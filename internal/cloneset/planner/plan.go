@@ -30,6 +30,9 @@ type Snapshot struct {
 	// ExcludePreparingDelete leaves PreparingDelete pods out of the replica
 	// count (the CloneSet label or the controller flag).
 	ExcludePreparingDelete bool
+	// Templates are the pod templates of the known revisions, by name, for
+	// deciding whether an update can be made in place.
+	Templates map[string]*corev1.PodTemplateSpec
 	// NodeLabels maps the pods' nodes to their labels, for the template's
 	// topology spread constraints; nil when it has none.
 	NodeLabels map[string]map[string]string
@@ -49,9 +52,13 @@ const (
 	DeletePod ActionType = "DeletePod"
 	// SetState moves a pod to another lifecycle state.
 	SetState ActionType = "SetState"
-	// InitPodReady sets a new pod's KruisePodReady condition True, so the
-	// readiness gate does not hold it NotReady.
+	// InitPodReady sets a new pod's KruisePodReady and InPlaceUpdateReady
+	// conditions True, so its readiness gates do not hold it NotReady.
 	InitPodReady ActionType = "InitPodReady"
+	// UpdateInPlace changes a pod's images, labels and annotations to
+	// Revision without recreating it; the pod goes Updating and NotReady
+	// until its containers run the new images.
+	UpdateInPlace ActionType = "UpdateInPlace"
 )
 
 // Action is one step of a plan.
@@ -69,6 +76,11 @@ type Action struct {
 	// NotReadyKey, on SetState, first makes the pod NotReady through its
 	// KruisePodReady condition, recording this key (markPodNotReady).
 	NotReadyKey string
+	// InPlaceReady, on SetState, first sets the pod's InPlaceUpdateReady
+	// condition back to True: its in-place update is done.
+	InPlaceReady bool
+	// Change is what UpdateInPlace changes.
+	Change *InPlaceChange
 	// Reason says why, for events and logs.
 	Reason string
 }
@@ -256,6 +268,16 @@ func deleteOrHold(preDelete *pub.LifecycleHook, pod *corev1.Pod, why string) Act
 	return Action{Type: DeletePod, Pod: pod, Reason: why}
 }
 
+// UpdatesInPlace reports whether the CloneSet's strategy may update pods in
+// place, in which case its new pods get the InPlaceUpdateReady readiness
+// gate, which holds a pod NotReady while its containers change. OpenKruise
+// gives every CloneSet pod the gate, costing each a status write before it
+// can be Ready; a ReCreate CloneSet never needs it.
+func UpdatesInPlace(cs *appsv1alpha1.CloneSet) bool {
+	t := cs.Spec.UpdateStrategy.Type
+	return t == appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType || t == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType
+}
+
 // MarksPodNotReady reports whether a hook of the CloneSet may make its pods
 // NotReady, in which case its pods get the KruisePodReady readiness gate.
 //
@@ -281,19 +303,19 @@ func withInitPodReady(s Snapshot, actions []Action) []Action {
 		if touched[pod] {
 			continue
 		}
-		gated := false
+		missing := false
 		for _, g := range pod.Spec.ReadinessGates {
-			gated = gated || g.ConditionType == pub.KruisePodReadyConditionType
+			if g.ConditionType != pub.KruisePodReadyConditionType && g.ConditionType != pub.InPlaceUpdateReady {
+				continue
+			}
+			found := false
+			for _, c := range pod.Status.Conditions {
+				found = found || c.Type == g.ConditionType
+			}
+			missing = missing || !found
 		}
-		if !gated {
-			continue
-		}
-		found := false
-		for _, c := range pod.Status.Conditions {
-			found = found || c.Type == pub.KruisePodReadyConditionType
-		}
-		if !found {
-			actions = append(actions, Action{Type: InitPodReady, Pod: pod, Reason: "a new pod's readiness gate"})
+		if missing {
+			actions = append(actions, Action{Type: InitPodReady, Pod: pod, Reason: "a new pod's readiness gates"})
 		}
 	}
 	return actions
@@ -358,6 +380,10 @@ func refreshStates(s Snapshot) []Action {
 	preNormal := lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal })
 	var actions []Action
 	for _, pod := range s.Pods {
+		if a, ok := refreshInPlace(s, pod); ok {
+			actions = append(actions, a)
+			continue
+		}
 		if State(pod) != pub.LifecycleStatePreparingNormal {
 			continue
 		}
@@ -377,9 +403,6 @@ func update(s Snapshot, d Diffs) ([]Action, error) {
 	cs := s.CloneSet
 	if cs.Spec.UpdateStrategy.Paused || d.UpdateNum <= 0 {
 		return nil, nil
-	}
-	if cs.Spec.UpdateStrategy.Type == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType {
-		return nil, fmt.Errorf("update strategy InPlaceOnly is not supported yet")
 	}
 	var candidates []*corev1.Pod
 	for _, pod := range s.Pods {
@@ -403,11 +426,23 @@ func update(s Snapshot, d Diffs) ([]Action, error) {
 	// check above is the same either way, so we delete at once.
 	preDelete := lifecycleHook(cs, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreDelete })
 	var actions []Action
+	inPlace := cs.Spec.UpdateStrategy.Type == appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType ||
+		cs.Spec.UpdateStrategy.Type == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType
 	for _, pod := range picked {
 		if _, marked := pod.Labels[appsv1alpha1.SpecifiedDeleteKey]; marked {
 			continue // the scale step deletes it
 		}
-		actions = append(actions, deleteOrHold(preDelete, pod, fmt.Sprintf("recreate for update to revision %s", s.UpdateRevision)))
+		if !inPlace {
+			actions = append(actions, deleteOrHold(preDelete, pod, fmt.Sprintf("recreate for update to revision %s", s.UpdateRevision)))
+			continue
+		}
+		a, err := inPlaceUpdate(s, pod, preDelete)
+		if err != nil {
+			return actions, err
+		}
+		if a.Type != "" {
+			actions = append(actions, a)
+		}
 	}
 	return actions, nil
 }

@@ -1,0 +1,169 @@
+package planner
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/lifecycle"
+)
+
+// InPlaceChange is what an in-place update changes: container images, by
+// container name, and the template's labels and annotations.
+type InPlaceChange struct {
+	Images      map[string]string
+	Labels      map[string]string
+	Annotations map[string]string
+	// RemovedLabels and RemovedAnnotations are keys the new template no
+	// longer has.
+	RemovedLabels, RemovedAnnotations []string
+}
+
+// CanUpdateInPlace reports the change from one template to the next if it
+// can be made in place: the pod specs differ in container images only (same
+// containers, same order). Labels and annotations may change freely. Any
+// other difference needs a new pod.
+func CanUpdateInPlace(from, to *corev1.PodTemplateSpec) (*InPlaceChange, bool) {
+	if from == nil || to == nil || len(from.Spec.Containers) != len(to.Spec.Containers) {
+		return nil, false
+	}
+	change := &InPlaceChange{Images: map[string]string{}, Labels: to.Labels, Annotations: to.Annotations}
+	for k := range from.Labels {
+		if _, kept := to.Labels[k]; !kept {
+			change.RemovedLabels = append(change.RemovedLabels, k)
+		}
+	}
+	for k := range from.Annotations {
+		if _, kept := to.Annotations[k]; !kept {
+			change.RemovedAnnotations = append(change.RemovedAnnotations, k)
+		}
+	}
+	probe := from.Spec.DeepCopy()
+	for i := range probe.Containers {
+		if probe.Containers[i].Name != to.Spec.Containers[i].Name {
+			return nil, false
+		}
+		if probe.Containers[i].Image != to.Spec.Containers[i].Image {
+			change.Images[probe.Containers[i].Name] = to.Spec.Containers[i].Image
+			probe.Containers[i].Image = to.Spec.Containers[i].Image
+		}
+	}
+	if !apiequality.Semantic.DeepEqual(*probe, to.Spec) {
+		return nil, false
+	}
+	return change, true
+}
+
+// inPlaceUpdate decides what happens to a pod picked for update under an
+// in-place strategy: held in PreparingUpdate while its inPlaceUpdate hook
+// holds it, updated in place when the change allows, and otherwise
+// recreated (InPlaceIfPossible) or refused (InPlaceOnly).
+func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (Action, error) {
+	cs := s.CloneSet
+	hook := lifecycleHook(cs, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.InPlaceUpdate })
+	from := s.Templates[revisionOf(pod, s.Templates)]
+	change, ok := CanUpdateInPlace(from, s.Templates[s.UpdateRevision])
+	if !ok {
+		if cs.Spec.UpdateStrategy.Type == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType {
+			return Action{}, fmt.Errorf("find Pod %s update strategy is InPlaceOnly but can not update in-place", pod.Name)
+		}
+		return deleteOrHold(preDelete, pod, fmt.Sprintf("recreate for update to revision %s: the change cannot be made in place", s.UpdateRevision)), nil
+	}
+	if lifecycle.IsHooked(hook, pod) {
+		if State(pod) == pub.LifecycleStatePreparingUpdate {
+			return Action{}, nil // still held
+		}
+		a := Action{Type: SetState, Pod: pod, State: pub.LifecycleStatePreparingUpdate, Reason: "picked for in-place update; its inPlaceUpdate hook holds it"}
+		if hook.MarkPodNotReady {
+			a.NotReadyKey = pub.PodReadyKeyPreUpdateHook
+		}
+		return a, nil
+	}
+	switch State(pod) {
+	case "", pub.LifecycleStateNormal, pub.LifecycleStatePreparingNormal, pub.LifecycleStatePreparingUpdate:
+	default:
+		return Action{}, nil // mid-update or held elsewhere; not now
+	}
+	return Action{Type: UpdateInPlace, Pod: pod, Revision: s.UpdateRevision, Change: change,
+		Reason: fmt.Sprintf("in-place update to revision %s", s.UpdateRevision)}, nil
+}
+
+// revisionOf finds the name of the revision a pod is at among the known
+// templates, matching full name or short hash.
+func revisionOf(pod *corev1.Pod, templates map[string]*corev1.PodTemplateSpec) string {
+	for name := range templates {
+		if IsUpdated(pod, name) {
+			return name
+		}
+	}
+	return ""
+}
+
+// InPlaceUpdateState reads a pod's in-place update record, or nil.
+func InPlaceUpdateState(pod *corev1.Pod) *pub.InPlaceUpdateState {
+	raw, ok := pod.Annotations[pub.InPlaceUpdateStateKey]
+	if !ok {
+		return nil
+	}
+	st := &pub.InPlaceUpdateState{}
+	if json.Unmarshal([]byte(raw), st) != nil {
+		return nil
+	}
+	return st
+}
+
+// InPlaceUpdateDone reports whether every container an in-place update
+// changed runs its new image: its status shows a new imageID, or the spec's
+// image (the same image behind a new tag keeps its imageID).
+func InPlaceUpdateDone(pod *corev1.Pod) bool {
+	st := InPlaceUpdateState(pod)
+	if st == nil {
+		return true
+	}
+	statuses := map[string]corev1.ContainerStatus{}
+	for _, cs := range pod.Status.ContainerStatuses {
+		statuses[cs.Name] = cs
+	}
+	for _, c := range pod.Spec.Containers {
+		last, changed := st.LastContainerStatuses[c.Name]
+		if !changed {
+			continue
+		}
+		status, ok := statuses[c.Name]
+		if !ok || (status.ImageID == last.ImageID && status.Image != c.Image) {
+			return false
+		}
+	}
+	return true
+}
+
+// refreshInPlace moves pods on once their in-place update is done: from
+// Updating to Updated while the inPlaceUpdate hook's handlers are not all
+// back, else to Normal; from Updated to Normal once they are. The
+// InPlaceUpdateReady condition goes back to True with the move out of
+// Updating.
+func refreshInPlace(s Snapshot, pod *corev1.Pod) (Action, bool) {
+	hook := lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.InPlaceUpdate })
+	waitForHook := s.CloneSet.Spec.Lifecycle != nil && hook != nil && !lifecycle.IsAllHooked(hook, pod)
+	switch State(pod) {
+	case pub.LifecycleStateUpdating:
+		if !InPlaceUpdateDone(pod) {
+			return Action{}, false
+		}
+		next := pub.LifecycleStateNormal
+		if waitForHook {
+			next = pub.LifecycleStateUpdated
+		}
+		return Action{Type: SetState, Pod: pod, State: next, InPlaceReady: true, Reason: "its in-place update is done"}, true
+	case pub.LifecycleStateUpdated:
+		if waitForHook {
+			return Action{}, false
+		}
+		return Action{Type: SetState, Pod: pod, State: pub.LifecycleStateNormal, Reason: "every inPlaceUpdate handler is back"}, true
+	}
+	return Action{}, false
+}

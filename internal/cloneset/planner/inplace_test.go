@@ -1,0 +1,93 @@
+package planner
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+)
+
+func template(image string, env ...corev1.EnvVar) *corev1.PodTemplateSpec {
+	return &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image, Env: env}, {Name: "side", Image: "envoy:1"}}},
+	}
+}
+
+func TestCanUpdateInPlace(t *testing.T) {
+	if c, ok := CanUpdateInPlace(template("nginx:1"), template("nginx:2")); !ok || c.Images["main"] != "nginx:2" || len(c.Images) != 1 {
+		t.Errorf("image change: %+v %v", c, ok)
+	}
+	relabelled := template("nginx:1")
+	relabelled.Labels = map[string]string{"app": "web", "tier": "x"}
+	relabelled.Annotations = map[string]string{"a": "b"}
+	if c, ok := CanUpdateInPlace(template("nginx:1"), relabelled); !ok || c.Labels["tier"] != "x" || c.Annotations["a"] != "b" {
+		t.Errorf("metadata change: %+v %v", c, ok)
+	}
+	if c, ok := CanUpdateInPlace(relabelled, template("nginx:1")); !ok || len(c.RemovedAnnotations) != 1 || len(c.RemovedLabels) != 1 {
+		t.Errorf("metadata removal: %+v %v", c, ok)
+	}
+	if _, ok := CanUpdateInPlace(template("nginx:1"), template("nginx:2", corev1.EnvVar{Name: "A", Value: "1"})); ok {
+		t.Error("an env change can be made in place")
+	}
+}
+
+func TestInPlaceUpdateFlow(t *testing.T) {
+	cs := cloneSet(2, "", "1", "")
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	s := snapshot(cs, readyPod("a", oldRev), readyPod("b", oldRev))
+	s.Templates = map[string]*corev1.PodTemplateSpec{oldRev: template("nginx:1"), newRev: template("nginx:2")}
+	p, err := Compute(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Actions) != 1 || p.Actions[0].Type != UpdateInPlace || p.Actions[0].Change.Images["main"] != "nginx:2" {
+		t.Fatalf("actions %+v", p.Actions)
+	}
+
+	// An env change falls back to recreation; InPlaceOnly refuses it.
+	s.Templates[newRev] = template("nginx:2", corev1.EnvVar{Name: "A", Value: "1"})
+	if p, _ := Compute(s); len(p.Actions) != 1 || p.Actions[0].Type != DeletePod {
+		t.Fatalf("InPlaceIfPossible with an env change: %+v", p.Actions)
+	}
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType
+	if _, err := Compute(s); err == nil {
+		t.Fatal("InPlaceOnly accepted an env change")
+	}
+
+	// An inPlaceUpdate hook holds the pod in PreparingUpdate.
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	s.Templates[newRev] = template("nginx:2")
+	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}, MarkPodNotReady: true}}
+	s.Pods = []*corev1.Pod{readyPod("a", oldRev, func(p *corev1.Pod) { p.Labels["hold"] = "true" }), readyPod("b", oldRev, func(p *corev1.Pod) { p.Labels["hold"] = "true" })}
+	if p, _ := Compute(s); len(p.Actions) != 1 || p.Actions[0].State != pub.LifecycleStatePreparingUpdate || p.Actions[0].NotReadyKey != pub.PodReadyKeyPreUpdateHook {
+		t.Fatalf("hooked: %+v", p.Actions)
+	}
+}
+
+func TestInPlaceCompletion(t *testing.T) {
+	cs := cloneSet(1, "", "1", "")
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	updating := readyPod("a", newRev, inState(pub.LifecycleStateUpdating), func(p *corev1.Pod) {
+		p.Annotations = map[string]string{pub.InPlaceUpdateStateKey: `{"revision":"` + newRev + `","updateTimestamp":null,"lastContainerStatuses":{"main":{"imageID":"old-id"}}}`}
+		p.Spec.Containers = []corev1.Container{{Name: "main", Image: "nginx:2"}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "nginx:1", ImageID: "old-id"}}
+	})
+	s := snapshot(cs, updating)
+	if p, _ := Compute(s); len(p.Actions) != 0 {
+		t.Fatalf("moved on before the container runs the new image: %+v", p.Actions)
+	}
+	updating.Status.ContainerStatuses[0] = corev1.ContainerStatus{Name: "main", Image: "nginx:2", ImageID: "new-id"}
+	p, _ := Compute(s)
+	if len(p.Actions) != 1 || p.Actions[0].State != pub.LifecycleStateNormal || !p.Actions[0].InPlaceReady {
+		t.Fatalf("done: %+v", p.Actions)
+	}
+	// With an inPlaceUpdate hook whose handlers are not back, Updated.
+	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}}}
+	if p, _ := Compute(s); len(p.Actions) != 1 || p.Actions[0].State != pub.LifecycleStateUpdated {
+		t.Fatalf("done, hook not back: %+v", p.Actions)
+	}
+}

@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+)
+
+// TestCloneSetUpdatesImagesInPlace: an image change under InPlaceIfPossible
+// keeps each pod (UID, name, IP, node), restarts its container with the new
+// image, and holds the pod NotReady through InPlaceUpdateReady meanwhile.
+func TestCloneSetUpdatesImagesInPlace(t *testing.T) {
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "inplace", 3)
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "3 pods available", settled(3))
+	before := map[string]corev1.Pod{}
+	for _, p := range clonePods(t, cs) {
+		if podCondition(&p, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
+			t.Fatalf("pod %s: InPlaceUpdateReady %q", p.Name, podCondition(&p, pub.InPlaceUpdateReady))
+		}
+		before[p.Name] = p
+	}
+
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+	minAvailable := int32(3)
+	waitCloneSet(t, cs, "every pod updated in place", func(c *appsv1alpha1.CloneSet) bool {
+		if c.Status.ObservedGeneration == c.Generation {
+			minAvailable = min(minAvailable, c.Status.AvailableReplicas)
+		}
+		return settled(3)(c)
+	})
+	if minAvailable < 2 {
+		t.Errorf("availability fell to %d of 3 with maxUnavailable 1", minAvailable)
+	}
+	for _, p := range clonePods(t, cs) {
+		was, ok := before[p.Name]
+		if !ok || was.UID != p.UID || was.Status.PodIP != p.Status.PodIP || was.Spec.NodeName != p.Spec.NodeName {
+			t.Errorf("pod %s was replaced, not updated in place", p.Name)
+			continue
+		}
+		st := p.Status.ContainerStatuses[0]
+		if st.Image != "nginx:1.28" || st.RestartCount != 1 || st.ImageID == was.Status.ContainerStatuses[0].ImageID {
+			t.Errorf("pod %s container status %+v", p.Name, st)
+		}
+		if p.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) || p.Annotations[pub.InPlaceUpdateStateKey] == "" ||
+			podCondition(&p, pub.InPlaceUpdateReady) != corev1.ConditionTrue || podCondition(&p, corev1.PodReady) != corev1.ConditionTrue {
+			t.Errorf("pod %s after the update: labels %v conditions %+v", p.Name, p.Labels, p.Status.Conditions)
+		}
+	}
+}
