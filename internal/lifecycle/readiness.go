@@ -35,3 +35,24 @@ func encode(entries []pub.PodReadyMessageEntry) string {
 	data, _ := json.Marshal(entries)
 	return string(data)
 }
+
+// RemoveNotReadyReason returns the KruisePodReady condition message without
+// one reason, whether any reason is left to hold the pod NotReady, and
+// whether the reason was there at all.
+func RemoveNotReadyReason(message, userAgent, key string) (rest string, held, found bool) {
+	var entries, kept []pub.PodReadyMessageEntry
+	if message != "" {
+		_ = json.Unmarshal([]byte(message), &entries)
+	}
+	for _, e := range entries {
+		if e.UserAgent == userAgent && e.Key == key {
+			found = true
+		} else {
+			kept = append(kept, e)
+		}
+	}
+	if kept == nil {
+		kept = []pub.PodReadyMessageEntry{}
+	}
+	return encode(kept), len(kept) > 0, found
+}

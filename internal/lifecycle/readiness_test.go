@@ -15,3 +15,17 @@ func TestAddNotReadyReason(t *testing.T) {
 		}
 	}
 }
+
+func TestRemoveNotReadyReason(t *testing.T) {
+	msg, held, found := RemoveNotReadyReason(`[{"userAgent":"Lifecycle","key":"preUpdateHook"}]`, "Lifecycle", "preUpdateHook")
+	if msg != "[]" || held || !found {
+		t.Errorf("last reason removed: %s %v %v", msg, held, found)
+	}
+	msg, held, found = RemoveNotReadyReason(`[{"userAgent":"Lifecycle","key":"preDeleteHook"},{"userAgent":"Lifecycle","key":"preUpdateHook"}]`, "Lifecycle", "preUpdateHook")
+	if msg != `[{"userAgent":"Lifecycle","key":"preDeleteHook"}]` || !held || !found {
+		t.Errorf("one of two removed: %s %v %v", msg, held, found)
+	}
+	if _, _, found := RemoveNotReadyReason("", "Lifecycle", "preUpdateHook"); found {
+		t.Error("found a reason in an empty message")
+	}
+}

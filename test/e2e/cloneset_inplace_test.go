@@ -56,3 +56,43 @@ func TestCloneSetUpdatesImagesInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestInPlaceUpdateHookWithMarkPodNotReady is seed 001's update: a pod
+// picked for update waits in PreparingUpdate, NotReady, until its operator
+// removes the hook label; it is then updated in place, waits in Updated
+// until the label is back, and ends Normal and Ready on the new image.
+func TestInPlaceUpdateHookWithMarkPodNotReady(t *testing.T) {
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "hooked-inplace", 1)
+	const blocker = "example.com/unready-blocker-inplace"
+	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{blocker: "true"}, MarkPodNotReady: true}}
+	cs.Spec.Template.Labels[blocker] = "true"
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "1 pod available", settled(1))
+	pod := clonePods(t, cs)[0]
+
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+	waitPod(t, ns, pod.Name, "held in PreparingUpdate and NotReady", func(p *corev1.Pod) bool {
+		return p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingUpdate) && podCondition(p, corev1.PodReady) == corev1.ConditionFalse &&
+			p.Spec.Containers[0].Image == "nginx:1.27"
+	})
+
+	// The operator drains the pod and releases it.
+	patchPod(t, ns, pod.Name, `{"metadata":{"labels":{"`+blocker+`":"false"}}}`)
+	waitPod(t, ns, pod.Name, "updated in place, waiting in Updated", func(p *corev1.Pod) bool {
+		return p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStateUpdated) && p.Status.ContainerStatuses[0].Image == "nginx:1.28" &&
+			podCondition(p, pub.KruisePodReadyConditionType) == corev1.ConditionTrue
+	})
+
+	// The operator registers the pod again.
+	patchPod(t, ns, pod.Name, `{"metadata":{"labels":{"`+blocker+`":"true"}}}`)
+	waitCloneSet(t, cs, "Normal and available on the new revision", settled(1))
+	after := waitPod(t, ns, pod.Name, "Normal and Ready", func(p *corev1.Pod) bool {
+		return p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStateNormal) && podCondition(p, corev1.PodReady) == corev1.ConditionTrue
+	})
+	if after.UID != pod.UID {
+		t.Errorf("the pod was replaced")
+	}
+}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
@@ -36,7 +37,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "starting the local cluster:", err, "(logs in", dir+"/logs)")
 		os.Exit(1)
 	}
-	client = kubernetes.NewForConfigOrDie(local.Config)
+	cfg := rest.CopyConfig(local.Config)
+	cfg.QPS, cfg.Burst = 200, 400 // the tests' own client must not be what is slow
+	client = kubernetes.NewForConfigOrDie(cfg)
 	if err := installLifeline(ctx); err != nil {
 		local.Stop()
 		fmt.Fprintln(os.Stderr, "installing Lifeline:", err)

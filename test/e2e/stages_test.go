@@ -247,13 +247,15 @@ func TestDeletedPodWaitsForItsFinalizersThenGoes(t *testing.T) {
 func waitPod(t *testing.T, ns, name, what string, ok func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
+	seen := "nothing yet"
 	eventually(t, time.Minute, fmt.Sprintf("pod %s %s", name, what), func(ctx context.Context) (bool, string, error) {
 		p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return false, seen, nil
 		}
 		pod = p
-		return ok(p), fmt.Sprintf("status %+v", p.Status), nil
+		seen = fmt.Sprintf("labels %v, spec images %v, status %+v", p.Labels, p.Spec.Containers[0].Image, p.Status)
+		return ok(p), seen, nil
 	})
 	return pod
 }

@@ -447,6 +447,12 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 				return fail("patch", err)
 			}
 		}
+		if a.ReadyKey != "" {
+			var err error
+			if pod, err = r.markReady(ctx, pod, a.ReadyKey, now); err != nil {
+				return fail("patch", err)
+			}
+		}
 		if a.NotReadyKey != "" {
 			// NotReady first, so no operator acting on the new state
 			// sees the pod still Ready.
@@ -566,6 +572,27 @@ func (r *Reconciler) markNotReady(ctx context.Context, pod *corev1.Pod, key stri
 		Message: lifecycle.AddNotReadyReason(message, pub.PodReadyUserAgentLifecycle, key),
 	}
 	return r.patchPodStatus(ctx, pod, cond)
+}
+
+// markReady lifts one reason from the pod's KruisePodReady condition,
+// setting it True when none is left, and returns the patched pod. A pod not
+// held for that reason is left alone.
+func (r *Reconciler) markReady(ctx context.Context, pod *corev1.Pod, key string, now time.Time) (*corev1.Pod, error) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type != pub.KruisePodReadyConditionType {
+			continue
+		}
+		message, held, found := lifecycle.RemoveNotReadyReason(c.Message, pub.PodReadyUserAgentLifecycle, key)
+		if !found {
+			return pod, nil
+		}
+		status := corev1.ConditionTrue
+		if held {
+			status = corev1.ConditionFalse
+		}
+		return r.patchPodStatus(ctx, pod, corev1.PodCondition{Type: pub.KruisePodReadyConditionType, Status: status, Message: message, LastTransitionTime: metav1.NewTime(now)})
+	}
+	return pod, nil
 }
 
 // patchPodStatus merges conditions into the pod's status, guarded by the

@@ -13,7 +13,9 @@ import (
 )
 
 // InPlaceChange is what an in-place update changes: container images, by
-// container name, and the template's labels and annotations.
+// container name, and the template labels and annotations that differ
+// between the two revisions. Only differences are applied, so a label the
+// pod's own operators changed (a hook handler, say) is left as they set it.
 type InPlaceChange struct {
 	Images      map[string]string
 	Labels      map[string]string
@@ -31,7 +33,17 @@ func CanUpdateInPlace(from, to *corev1.PodTemplateSpec) (*InPlaceChange, bool) {
 	if from == nil || to == nil || len(from.Spec.Containers) != len(to.Spec.Containers) {
 		return nil, false
 	}
-	change := &InPlaceChange{Images: map[string]string{}, Labels: to.Labels, Annotations: to.Annotations}
+	change := &InPlaceChange{Images: map[string]string{}, Labels: map[string]string{}, Annotations: map[string]string{}}
+	for k, v := range to.Labels {
+		if old, ok := from.Labels[k]; !ok || old != v {
+			change.Labels[k] = v
+		}
+	}
+	for k, v := range to.Annotations {
+		if old, ok := from.Annotations[k]; !ok || old != v {
+			change.Annotations[k] = v
+		}
+	}
 	for k := range from.Labels {
 		if _, kept := to.Labels[k]; !kept {
 			change.RemovedLabels = append(change.RemovedLabels, k)
@@ -158,7 +170,12 @@ func refreshInPlace(s Snapshot, pod *corev1.Pod) (Action, bool) {
 		if waitForHook {
 			next = pub.LifecycleStateUpdated
 		}
-		return Action{Type: SetState, Pod: pod, State: next, InPlaceReady: true, Reason: "its in-place update is done"}, true
+		// OpenKruise lifts preUpdateHook's NotReady only on the way to
+		// Updated, so a pod whose handlers were back before the update
+		// finished (Updating → Normal) stays NotReady for good. We lift it
+		// whichever way the pod leaves Updating.
+		return Action{Type: SetState, Pod: pod, State: next, InPlaceReady: true, ReadyKey: pub.PodReadyKeyPreUpdateHook,
+			Reason: "its in-place update is done"}, true
 	case pub.LifecycleStateUpdated:
 		if waitForHook {
 			return Action{}, false

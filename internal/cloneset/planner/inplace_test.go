@@ -24,7 +24,7 @@ func TestCanUpdateInPlace(t *testing.T) {
 	relabelled := template("nginx:1")
 	relabelled.Labels = map[string]string{"app": "web", "tier": "x"}
 	relabelled.Annotations = map[string]string{"a": "b"}
-	if c, ok := CanUpdateInPlace(template("nginx:1"), relabelled); !ok || c.Labels["tier"] != "x" || c.Annotations["a"] != "b" {
+	if c, ok := CanUpdateInPlace(template("nginx:1"), relabelled); !ok || c.Labels["tier"] != "x" || c.Annotations["a"] != "b" || len(c.Labels) != 1 {
 		t.Errorf("metadata change: %+v %v", c, ok)
 	}
 	if c, ok := CanUpdateInPlace(relabelled, template("nginx:1")); !ok || len(c.RemovedAnnotations) != 1 || len(c.RemovedLabels) != 1 {

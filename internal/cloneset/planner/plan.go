@@ -79,6 +79,9 @@ type Action struct {
 	// InPlaceReady, on SetState, first sets the pod's InPlaceUpdateReady
 	// condition back to True: its in-place update is done.
 	InPlaceReady bool
+	// ReadyKey, on SetState, first lifts the NotReady reason NotReadyKey
+	// once set with this key; the pod is Ready again if none is left.
+	ReadyKey string
 	// Change is what UpdateInPlace changes.
 	Change *InPlaceChange
 	// Reason says why, for events and logs.
