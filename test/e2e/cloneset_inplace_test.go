@@ -96,3 +96,34 @@ func TestInPlaceUpdateHookWithMarkPodNotReady(t *testing.T) {
 		t.Errorf("the pod was replaced")
 	}
 }
+
+// TestRollbackDuringInPlaceUpdate: a rollback while a pod is held for an
+// in-place update returns it to Normal and Ready on its image, untouched.
+func TestRollbackDuringInPlaceUpdate(t *testing.T) {
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "rollback", 1)
+	const blocker = "example.com/unready-blocker-inplace"
+	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{blocker: "true"}, MarkPodNotReady: true}}
+	cs.Spec.Template.Labels[blocker] = "true"
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "1 pod available", settled(1))
+	firstRevision := cs.Status.UpdateRevision
+	pod := clonePods(t, cs)[0]
+
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+	waitPod(t, ns, pod.Name, "held in PreparingUpdate", func(p *corev1.Pod) bool {
+		return p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingUpdate) && podCondition(p, corev1.PodReady) == corev1.ConditionFalse
+	})
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.27" })
+	waitCloneSet(t, cs, "back on the first revision", func(c *appsv1alpha1.CloneSet) bool {
+		return settled(1)(c) && c.Status.UpdateRevision == firstRevision
+	})
+	after := waitPod(t, ns, pod.Name, "Normal and Ready", func(p *corev1.Pod) bool {
+		return p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStateNormal) && podCondition(p, corev1.PodReady) == corev1.ConditionTrue
+	})
+	if after.UID != pod.UID || after.Spec.Containers[0].Image != "nginx:1.27" || after.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("the pod was touched: uid %s→%s, image %s, restarts %d", pod.UID, after.UID, after.Spec.Containers[0].Image, after.Status.ContainerStatuses[0].RestartCount)
+	}
+}

@@ -176,6 +176,18 @@ func refreshInPlace(s Snapshot, pod *corev1.Pod) (Action, bool) {
 		// whichever way the pod leaves Updating.
 		return Action{Type: SetState, Pod: pod, State: next, InPlaceReady: true, ReadyKey: pub.PodReadyKeyPreUpdateHook,
 			Reason: "its in-place update is done"}, true
+	case pub.LifecycleStatePreparingUpdate:
+		// Rolled back while held: the pod is at the update revision again,
+		// so there is nothing left to update.
+		if !IsUpdated(pod, s.UpdateRevision) {
+			return Action{}, false
+		}
+		next := pub.LifecycleStateNormal
+		if waitForHook {
+			next = pub.LifecycleStateUpdated
+		}
+		return Action{Type: SetState, Pod: pod, State: next, ReadyKey: pub.PodReadyKeyPreUpdateHook,
+			Reason: "the update it was held for was rolled back"}, true
 	case pub.LifecycleStateUpdated:
 		if waitForHook {
 			return Action{}, false

@@ -91,3 +91,16 @@ func TestInPlaceCompletion(t *testing.T) {
 		t.Fatalf("done, hook not back: %+v", p.Actions)
 	}
 }
+
+func TestRollbackReleasesAHeldPod(t *testing.T) {
+	cs := cloneSet(1, "", "1", "")
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}, MarkPodNotReady: true}}
+	// Held for an update to newRev, then the spec went back: the pod's
+	// own revision is the update revision again.
+	held := readyPod("a", newRev, inState(pub.LifecycleStatePreparingUpdate), func(p *corev1.Pod) { p.Labels["hold"] = "true" })
+	p, _ := Compute(snapshot(cs, held))
+	if len(p.Actions) != 1 || p.Actions[0].State != pub.LifecycleStateNormal || p.Actions[0].ReadyKey != pub.PodReadyKeyPreUpdateHook {
+		t.Fatalf("actions %+v", p.Actions)
+	}
+}
