@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -125,5 +126,44 @@ func TestRollbackDuringInPlaceUpdate(t *testing.T) {
 	})
 	if after.UID != pod.UID || after.Spec.Containers[0].Image != "nginx:1.27" || after.Status.ContainerStatuses[0].RestartCount != 0 {
 		t.Errorf("the pod was touched: uid %s→%s, image %s, restarts %d", pod.UID, after.UID, after.Spec.Containers[0].Image, after.Status.ContainerStatuses[0].RestartCount)
+	}
+}
+
+// TestInPlaceGracePeriod: with gracePeriodSeconds the pod is NotReady first
+// and its image changes only once the grace period is over.
+func TestInPlaceGracePeriod(t *testing.T) {
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "grace", 1)
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	cs.Spec.UpdateStrategy.InPlaceUpdateStrategy = &pub.InPlaceUpdateStrategy{GracePeriodSeconds: 3}
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "1 pod available", settled(1))
+	pod := clonePods(t, cs)[0]
+
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+	waiting := waitPod(t, ns, pod.Name, "NotReady with its image held back", func(p *corev1.Pod) bool {
+		return podCondition(p, pub.InPlaceUpdateReady) == corev1.ConditionFalse && p.Annotations[pub.InPlaceUpdateGraceKey] != ""
+	})
+	if waiting.Spec.Containers[0].Image != "nginx:1.27" {
+		t.Fatalf("image changed during the grace period: %s", waiting.Spec.Containers[0].Image)
+	}
+	var notReadyAt time.Time
+	for _, c := range waiting.Status.Conditions {
+		if c.Type == pub.InPlaceUpdateReady {
+			notReadyAt = c.LastTransitionTime.Time
+		}
+	}
+	waitCloneSet(t, cs, "updated", settled(1))
+	after := waitPod(t, ns, pod.Name, "running the new image", func(p *corev1.Pod) bool {
+		return p.Status.ContainerStatuses[0].Image == "nginx:1.28" && podCondition(p, corev1.PodReady) == corev1.ConditionTrue
+	})
+	started := after.Status.ContainerStatuses[0].State.Running.StartedAt.Time
+	// Timestamps are whole seconds: allow one for rounding.
+	if started.Sub(notReadyAt) < 2*time.Second {
+		t.Errorf("the container restarted %v after the pod went NotReady; the grace period is 3s", started.Sub(notReadyAt))
+	}
+	if after.UID != pod.UID || after.Annotations[pub.InPlaceUpdateGraceKey] != "" {
+		t.Errorf("uid %s→%s, grace annotation %q", pod.UID, after.UID, after.Annotations[pub.InPlaceUpdateGraceKey])
 	}
 }

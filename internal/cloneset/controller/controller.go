@@ -483,6 +483,11 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 		}
 		r.expectations.ExpectChanged(key, a.Pod.Name, a.Pod.ResourceVersion, now)
 
+	case planner.FinishGrace:
+		if err := r.finishGrace(ctx, key, a.Pod); err != nil {
+			return fail("update", err)
+		}
+
 	case planner.UpdateInPlace:
 		if err := r.updateInPlace(ctx, key, a, now); err != nil {
 			r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "Update", "failed to update pod %s in-place: %v", a.Pod.Name, err)
@@ -688,6 +693,31 @@ func (r *Reconciler) updateInPlace(ctx context.Context, owner types.NamespacedNa
 	annotations[pub.InPlaceUpdateStateKey] = string(state)
 	annotations[pub.InPlaceUpdateStateKeyLegacy] = nil
 	patch := map[string]any{"metadata": map[string]any{"labels": labels, "annotations": annotations}}
+	switch {
+	case a.Change.GraceSeconds > 0:
+		// NotReady now, new images once the grace period is over.
+		grace, err := json.Marshal(planner.GraceSpec{Revision: a.Revision, ContainerImages: a.Change.Images, GraceSeconds: a.Change.GraceSeconds})
+		if err != nil {
+			return err
+		}
+		annotations[pub.InPlaceUpdateGraceKey] = string(grace)
+	case len(containers) > 0:
+		patch["spec"] = map[string]any{"containers": containers}
+	}
+	return r.patchPod(ctx, owner, pod, patch)
+}
+
+// finishGrace applies the images held back for an in-place update's grace
+// period.
+func (r *Reconciler) finishGrace(ctx context.Context, owner types.NamespacedName, pod *corev1.Pod) error {
+	grace := planner.Grace(pod)
+	var containers []map[string]string
+	for _, c := range pod.Spec.Containers {
+		if image, ok := grace.ContainerImages[c.Name]; ok {
+			containers = append(containers, map[string]string{"name": c.Name, "image": image})
+		}
+	}
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{pub.InPlaceUpdateGraceKey: nil}}}
 	if len(containers) > 0 {
 		patch["spec"] = map[string]any{"containers": containers}
 	}

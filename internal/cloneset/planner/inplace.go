@@ -3,6 +3,7 @@ package planner
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -23,6 +24,31 @@ type InPlaceChange struct {
 	// RemovedLabels and RemovedAnnotations are keys the new template no
 	// longer has.
 	RemovedLabels, RemovedAnnotations []string
+	// GraceSeconds, when positive, is how long the pod stays NotReady
+	// before its images change (inPlaceUpdateStrategy.gracePeriodSeconds):
+	// the images wait in the grace annotation meanwhile.
+	GraceSeconds int32
+}
+
+// GraceSpec is what the grace annotation holds: the images to apply once
+// the grace period is over.
+type GraceSpec struct {
+	Revision        string            `json:"revision"`
+	ContainerImages map[string]string `json:"containerImages,omitempty"`
+	GraceSeconds    int32             `json:"graceSeconds,omitempty"`
+}
+
+// Grace reads a pod's pending grace-period update, or nil.
+func Grace(pod *corev1.Pod) *GraceSpec {
+	raw, ok := pod.Annotations[pub.InPlaceUpdateGraceKey]
+	if !ok {
+		return nil
+	}
+	g := &GraceSpec{}
+	if json.Unmarshal([]byte(raw), g) != nil {
+		return nil
+	}
+	return g
 }
 
 // CanUpdateInPlace reports the change from one template to the next if it
@@ -100,6 +126,9 @@ func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (A
 	default:
 		return Action{}, nil // mid-update or held elsewhere; not now
 	}
+	if ips := cs.Spec.UpdateStrategy.InPlaceUpdateStrategy; ips != nil && ips.GracePeriodSeconds > 0 {
+		change.GraceSeconds = ips.GracePeriodSeconds
+	}
 	return Action{Type: UpdateInPlace, Pod: pod, Revision: s.UpdateRevision, Change: change,
 		Reason: fmt.Sprintf("in-place update to revision %s", s.UpdateRevision)}, nil
 }
@@ -132,6 +161,9 @@ func InPlaceUpdateState(pod *corev1.Pod) *pub.InPlaceUpdateState {
 // changed runs its new image: its status shows a new imageID, or the spec's
 // image (the same image behind a new tag keeps its imageID).
 func InPlaceUpdateDone(pod *corev1.Pod) bool {
+	if Grace(pod) != nil {
+		return false
+	}
 	st := InPlaceUpdateState(pod)
 	if st == nil {
 		return true
@@ -163,6 +195,13 @@ func refreshInPlace(s Snapshot, pod *corev1.Pod) (Action, bool) {
 	waitForHook := s.CloneSet.Spec.Lifecycle != nil && hook != nil && !lifecycle.IsAllHooked(hook, pod)
 	switch State(pod) {
 	case pub.LifecycleStateUpdating:
+		if g := Grace(pod); g != nil {
+			st := InPlaceUpdateState(pod)
+			if st == nil || !s.Now.Before(st.UpdateTimestamp.Add(time.Duration(g.GraceSeconds)*time.Second)) {
+				return Action{Type: FinishGrace, Pod: pod, Reason: "its grace period is over"}, true
+			}
+			return Action{}, false
+		}
 		if !InPlaceUpdateDone(pod) {
 			return Action{}, false
 		}
@@ -195,4 +234,19 @@ func refreshInPlace(s Snapshot, pod *corev1.Pod) (Action, bool) {
 		return Action{Type: SetState, Pod: pod, State: pub.LifecycleStateNormal, Reason: "every inPlaceUpdate handler is back"}, true
 	}
 	return Action{}, false
+}
+
+// graceWait is how long until the next pending grace period ends, or 0.
+func graceWait(pods []*corev1.Pod, now time.Time) time.Duration {
+	var next time.Duration
+	for _, pod := range pods {
+		g, st := Grace(pod), InPlaceUpdateState(pod)
+		if g == nil || st == nil {
+			continue
+		}
+		if wait := st.UpdateTimestamp.Add(time.Duration(g.GraceSeconds) * time.Second).Sub(now); wait > 0 && (next == 0 || wait < next) {
+			next = wait
+		}
+	}
+	return next
 }

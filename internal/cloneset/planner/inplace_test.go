@@ -2,6 +2,7 @@ package planner
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,5 +103,32 @@ func TestRollbackReleasesAHeldPod(t *testing.T) {
 	p, _ := Compute(snapshot(cs, held))
 	if len(p.Actions) != 1 || p.Actions[0].State != pub.LifecycleStateNormal || p.Actions[0].ReadyKey != pub.PodReadyKeyPreUpdateHook {
 		t.Fatalf("actions %+v", p.Actions)
+	}
+}
+
+func TestGracePeriod(t *testing.T) {
+	cs := cloneSet(2, "", "1", "")
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	cs.Spec.UpdateStrategy.InPlaceUpdateStrategy = &pub.InPlaceUpdateStrategy{GracePeriodSeconds: 10}
+	s := snapshot(cs, readyPod("a", oldRev), readyPod("b", oldRev))
+	s.Templates = map[string]*corev1.PodTemplateSpec{oldRev: template("nginx:1"), newRev: template("nginx:2")}
+	if p, _ := Compute(s); len(p.Actions) != 1 || p.Actions[0].Change.GraceSeconds != 10 {
+		t.Fatalf("actions %+v", p.Actions)
+	}
+	// Mid grace: nothing to do but wait; after it, the images go in.
+	waiting := readyPod("a", newRev, inState(pub.LifecycleStateUpdating), func(p *corev1.Pod) {
+		p.Annotations = map[string]string{
+			pub.InPlaceUpdateGraceKey: `{"revision":"` + newRev + `","containerImages":{"main":"nginx:2"},"graceSeconds":10}`,
+			pub.InPlaceUpdateStateKey: `{"revision":"` + newRev + `","updateTimestamp":"` + now.Add(-4*time.Second).Format(time.RFC3339) + `","lastContainerStatuses":{"main":{"imageID":"x"}}}`,
+		}
+	})
+	s = snapshot(cs, waiting, readyPod("b", newRev))
+	p, _ := Compute(s)
+	if len(p.Actions) != 0 || p.RequeueAfter < 6*time.Second || p.RequeueAfter > 7*time.Second {
+		t.Fatalf("mid grace: actions %+v, requeue %v", p.Actions, p.RequeueAfter)
+	}
+	s.Now = now.Add(7 * time.Second)
+	if p, _ := Compute(s); len(p.Actions) != 1 || p.Actions[0].Type != FinishGrace {
+		t.Fatalf("after grace: %+v", p.Actions)
 	}
 }

@@ -59,6 +59,9 @@ const (
 	// Revision without recreating it; the pod goes Updating and NotReady
 	// until its containers run the new images.
 	UpdateInPlace ActionType = "UpdateInPlace"
+	// FinishGrace applies the images an in-place update held back for its
+	// grace period.
+	FinishGrace ActionType = "FinishGrace"
 )
 
 // Action is one step of a plan.
@@ -131,6 +134,9 @@ func Compute(s Snapshot) (Plan, error) {
 	minReady := cs.Spec.MinReadySeconds
 	p := Plan{Diffs: CalculateDiffs(b, s.Pods, s.UpdateRevision, podsToDelete, minReady, s.ExcludePreparingDelete, s.Now)}
 	p.RequeueAfter = nextAvailability(s.Pods, minReady, s.Now)
+	if g := graceWait(s.Pods, s.Now); g > 0 && (p.RequeueAfter == 0 || g < p.RequeueAfter) {
+		p.RequeueAfter = g + time.Second/2 // past the second boundary the timestamps are cut to
+	}
 
 	// New pods' KruisePodReady conditions are set whatever else the step
 	// does, so that scaling up does not wait for scaling to finish before
