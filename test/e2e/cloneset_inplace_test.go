@@ -167,3 +167,41 @@ func TestInPlaceGracePeriod(t *testing.T) {
 		t.Errorf("uid %s→%s, grace annotation %q", pod.UID, after.UID, after.Annotations[pub.InPlaceUpdateGraceKey])
 	}
 }
+
+// TestNewerRevisionRehooksAnUpdatedPod: a newer revision arriving while a pod
+// waits in Updated puts the hook's handler back and holds the pod in
+// PreparingUpdate again, so the operator's hook runs for that update too.
+func TestNewerRevisionRehooksAnUpdatedPod(t *testing.T) {
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "rehook", 1)
+	const blocker = "example.com/unready-blocker-inplace"
+	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{blocker: "true"}}}
+	cs.Spec.Template.Labels[blocker] = "true"
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "1 pod available", settled(1))
+	pod := clonePods(t, cs)[0]
+	release := func() { patchPod(t, ns, pod.Name, `{"metadata":{"labels":{"`+blocker+`":"false"}}}`) }
+	inState := func(s pub.LifecycleStateType, image string) func(*corev1.Pod) bool {
+		return func(p *corev1.Pod) bool {
+			return p.Labels[pub.LifecycleStateKey] == string(s) && p.Spec.Containers[0].Image == image
+		}
+	}
+
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+	waitPod(t, ns, pod.Name, "held for 1.28", inState(pub.LifecycleStatePreparingUpdate, "nginx:1.27"))
+	release()
+	waitPod(t, ns, pod.Name, "Updated on 1.28", inState(pub.LifecycleStateUpdated, "nginx:1.28"))
+
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.29" })
+	held := waitPod(t, ns, pod.Name, "held again for 1.29", inState(pub.LifecycleStatePreparingUpdate, "nginx:1.28"))
+	if held.Labels[blocker] != "true" {
+		t.Fatalf("the handler was not put back: %v", held.Labels)
+	}
+	release()
+	waitPod(t, ns, pod.Name, "Updated on 1.29", inState(pub.LifecycleStateUpdated, "nginx:1.29"))
+	patchPod(t, ns, pod.Name, `{"metadata":{"labels":{"`+blocker+`":"true"}}}`)
+	waitCloneSet(t, cs, "settled on 1.29", settled(1))
+	waitPod(t, ns, pod.Name, "Normal on 1.29", inState(pub.LifecycleStateNormal, "nginx:1.29"))
+}

@@ -461,11 +461,20 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 				return fail("patch", err)
 			}
 		}
-		patch := map[string]any{"metadata": map[string]any{
-			"labels":      map[string]string{pub.LifecycleStateKey: string(a.State)},
+		labels := map[string]string{pub.LifecycleStateKey: string(a.State)}
+		meta := map[string]any{
+			"labels":      labels,
 			"annotations": map[string]string{pub.LifecycleTimestampKey: now.Format(time.RFC3339)},
-		}}
-		if err := r.patchPod(ctx, key, pod, patch); err != nil {
+		}
+		if h := a.ReaddHandlers; h != nil {
+			for k, v := range h.LabelsHandler {
+				labels[k] = v
+			}
+			if len(h.FinalizersHandler) > 0 {
+				meta["finalizers"] = h.FinalizersHandler // merged into the list by the strategic merge patch
+			}
+		}
+		if err := r.patchPod(ctx, key, pod, map[string]any{"metadata": meta}); err != nil {
 			return fail("patch", err)
 		}
 		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "LifecycleStateChanged", "SetState",

@@ -111,6 +111,17 @@ func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (A
 		}
 		return deleteOrHold(preDelete, pod, fmt.Sprintf("recreate for update to revision %s: the change cannot be made in place", s.UpdateRevision)), nil
 	}
+	if State(pod) == pub.LifecycleStateUpdated && hook != nil {
+		// A newer revision came while the pod waited in Updated for its
+		// handlers: put them back, so the operator sees a fresh
+		// PreparingUpdate and runs its hook for this update too.
+		a := Action{Type: SetState, Pod: pod, State: pub.LifecycleStatePreparingUpdate, ReaddHandlers: hook,
+			Reason: "a newer revision arrived while it waited in Updated"}
+		if hook.MarkPodNotReady {
+			a.NotReadyKey = pub.PodReadyKeyPreUpdateHook
+		}
+		return a, nil
+	}
 	if lifecycle.IsHooked(hook, pod) {
 		if State(pod) == pub.LifecycleStatePreparingUpdate {
 			return Action{}, nil // still held

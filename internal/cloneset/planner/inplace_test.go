@@ -132,3 +132,17 @@ func TestGracePeriod(t *testing.T) {
 		t.Fatalf("after grace: %+v", p.Actions)
 	}
 }
+
+func TestNewerRevisionRehooksAnUpdatedPod(t *testing.T) {
+	cs := cloneSet(1, "", "1", "")
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	hook := &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}, FinalizersHandler: []string{"example.com/f"}}
+	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: hook}
+	// Updated to oldRev, handlers not back yet, and now newRev arrives.
+	s := snapshot(cs, readyPod("a", oldRev, inState(pub.LifecycleStateUpdated)))
+	s.Templates = map[string]*corev1.PodTemplateSpec{oldRev: template("nginx:1"), newRev: template("nginx:2")}
+	p, _ := Compute(s)
+	if len(p.Actions) != 1 || p.Actions[0].State != pub.LifecycleStatePreparingUpdate || p.Actions[0].ReaddHandlers != hook {
+		t.Fatalf("actions %+v", p.Actions)
+	}
+}

@@ -87,6 +87,9 @@ type Action struct {
 	ReadyKey string
 	// Change is what UpdateInPlace changes.
 	Change *InPlaceChange
+	// ReaddHandlers, on SetState, puts this hook's labels and finalizers
+	// back on the pod in the same write.
+	ReaddHandlers *pub.LifecycleHook
 	// Reason says why, for events and logs.
 	Reason string
 }
