@@ -68,6 +68,8 @@ func run() error {
 	flag.IntVar(&o.burst, "kube-api-burst", 30, "Client burst towards the API server.")
 	flag.IntVar(&o.controllers.CloneSetWorkers, "cloneset-workers", 3, "How many CloneSets reconcile at once.")
 	flag.DurationVar(&o.controllers.ExpectationTimeout, "expectation-timeout", 5*time.Minute, "How long a write the cache never shows may hold a CloneSet back.")
+	flag.DurationVar(&o.controllers.HookWaitWarning, "hook-wait-warning", 10*time.Minute,
+		"How long a pod may wait on a lifecycle hook before a LifecycleHookWaiting Warning event on its CloneSet says so; 0 turns it off.")
 	flag.BoolVar(&o.controllers.CloneSetExcludePreparingDelete, "cloneset-scaling-exclude-preparing-delete", false,
 		"Leave PreparingDelete pods out of every CloneSet's replica count, so scaling up creates new pods instead of reviving them.")
 	zapOpts := zap.Options{}

@@ -26,6 +26,7 @@ type Options struct {
 	CloneSetWorkers                int
 	ExpectationTimeout             time.Duration
 	CloneSetExcludePreparingDelete bool
+	HookWaitWarning                time.Duration
 }
 
 // Scheme holds every type Lifeline reads or writes.
@@ -47,6 +48,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			Workers:                o.CloneSetWorkers,
 			ExpectationTimeout:     o.ExpectationTimeout,
 			ExcludePreparingDelete: o.CloneSetExcludePreparingDelete,
+			HookWaitWarning:        o.HookWaitWarning,
 		},
 	}
 	return cs.SetupWithManager(ctx, mgr)

@@ -332,6 +332,19 @@ func TestCloneSetPreDeleteHookHoldsPodUntilReleased(t *testing.T) {
 	if !slices.Contains(podNames(clonePods(t, cs)), held) {
 		t.Fatalf("held pod %s was deleted", held)
 	}
+	// Held longer than the warning threshold, the CloneSet says why.
+	eventually(t, time.Minute, "a LifecycleHookWaiting event", func(ctx context.Context) (bool, string, error) {
+		events, err := client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, e := range events.Items {
+			if e.Reason == "LifecycleHookWaiting" && e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, held+" (PreparingDelete)") {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(events.Items)), nil
+	})
 	patchPod(t, ns, held, `{"metadata":{"labels":{"example.com/drain":"false"}}}`)
 	waitCloneSet(t, cs, "released pod deleted", func(c *appsv1alpha1.CloneSet) bool {
 		return settled(1)(c) && !slices.Contains(podNames(clonePods(t, c)), held)

@@ -73,7 +73,8 @@ func startManager() error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := manager.Setup(ctx, mgr, manager.Options{}); err != nil {
+	// A short hook-wait warning, so tests can see it.
+	if err := manager.Setup(ctx, mgr, manager.Options{HookWaitWarning: 2 * time.Second}); err != nil {
 		cancel()
 		return err
 	}

@@ -49,6 +49,9 @@ type Options struct {
 	// ExcludePreparingDelete leaves PreparingDelete pods out of every
 	// CloneSet's replica count.
 	ExcludePreparingDelete bool
+	// HookWaitWarning is how long a pod may wait on a lifecycle hook
+	// before a Warning event on its CloneSet says so; 0 turns it off.
+	HookWaitWarning time.Duration
 }
 
 // Reconciler reconciles CloneSets.
@@ -210,6 +213,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if deadline > 0 && (result.RequeueAfter == 0 || deadline < result.RequeueAfter) {
 		result.RequeueAfter = deadline
+	}
+	stuck, next := planner.WaitingOnHooks(active, r.Options.HookWaitWarning, now)
+	if len(stuck) > 0 {
+		r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "LifecycleHookWaiting", "Wait", "%s", planner.StuckMessage(stuck, r.Options.HookWaitWarning))
+	}
+	if next > 0 && (result.RequeueAfter == 0 || next < result.RequeueAfter) {
+		result.RequeueAfter = next + time.Second
 	}
 	return result, syncErr
 }
@@ -479,6 +489,9 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 		}
 		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "LifecycleStateChanged", "SetState",
 			"pod %s: %s → %s (%s)", a.Pod.Name, stateOrNone(a.Pod), a.State, a.Reason)
+		if since := planner.StateSince(a.Pod); !since.IsZero() && planner.State(a.Pod) != "" {
+			stateDuration.WithLabelValues(string(planner.State(a.Pod))).Observe(now.Sub(since).Seconds())
+		}
 
 	case planner.InitPodReady:
 		var conds []corev1.PodCondition

@@ -22,6 +22,11 @@ var (
 		Name: "lifeline_cloneset_replicas",
 		Help: "A CloneSet's pods by kind: desired, current, updated, ready, available, expected_updated. updated/expected_updated is the rollout's progress.",
 	}, []string{"namespace", "cloneset", "kind"})
+	stateDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "lifeline_cloneset_lifecycle_state_duration_seconds",
+		Help:    "How long CloneSet pods stayed in a lifecycle state before the controller moved them on; for the hooked states (PreparingNormal, PreparingUpdate, Updated, PreparingDelete) that is how long the hook operator took.",
+		Buckets: prometheus.ExponentialBuckets(0.5, 2, 16), // 0.5s to about 4.5h
+	}, []string{"state"})
 	expectationsExpired = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lifeline_cloneset_expectations_expired_total",
 		Help: "Writes the CloneSet controller made that its cache did not show within the expectation timeout.",
@@ -29,5 +34,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(podsCreated, podsDeleted, actionFailures, replicasGauge, expectationsExpired)
+	metrics.Registry.MustRegister(podsCreated, podsDeleted, actionFailures, replicasGauge, stateDuration, expectationsExpired)
 }

@@ -1,0 +1,66 @@
+package planner
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+)
+
+// hookStates are the states in which a pod waits for a hook operator.
+var hookStates = map[pub.LifecycleStateType]bool{
+	pub.LifecycleStatePreparingNormal: true,
+	pub.LifecycleStatePreparingUpdate: true,
+	pub.LifecycleStateUpdated:         true,
+	pub.LifecycleStatePreparingDelete: true,
+}
+
+// StateSince is when the pod entered its lifecycle state, from the timestamp
+// annotation, or the zero time.
+func StateSince(pod *corev1.Pod) time.Time {
+	t, err := time.Parse(time.RFC3339, pod.Annotations[pub.LifecycleTimestampKey])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// WaitingOnHooks lists the pods that have waited on a hook for longer than
+// limit, as "name (state)", and says when the next pod will
+// cross the limit, so a user sees why a rollout or a deletion does not move.
+func WaitingOnHooks(pods []*corev1.Pod, limit time.Duration, now time.Time) (stuck []string, next time.Duration) {
+	if limit <= 0 {
+		return nil, 0
+	}
+	for _, pod := range pods {
+		state := State(pod)
+		since := StateSince(pod)
+		if !hookStates[state] || since.IsZero() {
+			continue
+		}
+		waited := now.Sub(since)
+		if waited > limit {
+			stuck = append(stuck, fmt.Sprintf("%s (%s)", pod.Name, state))
+		} else if left := limit - waited; next == 0 || left < next {
+			next = left
+		}
+	}
+	sort.Strings(stuck)
+	return stuck, next
+}
+
+// StuckMessage is the event text for pods waiting on hooks.
+func StuckMessage(stuck []string, limit time.Duration) string {
+	const most = 5
+	more := ""
+	if len(stuck) > most {
+		more = fmt.Sprintf(" and %d more", len(stuck)-most)
+		stuck = stuck[:most]
+	}
+	return fmt.Sprintf("%s waited on a lifecycle hook for longer than %s%s; the hook operator has not released them",
+		strings.Join(stuck, ", "), limit, more)
+}
