@@ -1,0 +1,186 @@
+package planner
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/lifecycle"
+)
+
+// allowedMoves are the lifecycle transitions of OpenKruise's state machine
+// (reference §2.3) that the planner may make; "" is a pod being created.
+var allowedMoves = map[pub.LifecycleStateType][]pub.LifecycleStateType{
+	"":                                {pub.LifecycleStateNormal, pub.LifecycleStatePreparingNormal},
+	pub.LifecycleStatePreparingNormal: {pub.LifecycleStateNormal, pub.LifecycleStatePreparingUpdate, pub.LifecycleStateUpdating, pub.LifecycleStatePreparingDelete},
+	pub.LifecycleStateNormal:          {pub.LifecycleStatePreparingUpdate, pub.LifecycleStateUpdating, pub.LifecycleStatePreparingDelete},
+	pub.LifecycleStatePreparingUpdate: {pub.LifecycleStateUpdating, pub.LifecycleStateUpdated, pub.LifecycleStateNormal, pub.LifecycleStatePreparingDelete},
+	pub.LifecycleStateUpdating:        {pub.LifecycleStateUpdated, pub.LifecycleStateNormal, pub.LifecycleStatePreparingDelete},
+	pub.LifecycleStateUpdated:         {pub.LifecycleStateNormal, pub.LifecycleStatePreparingUpdate, pub.LifecycleStatePreparingDelete},
+	pub.LifecycleStatePreparingDelete: {pub.LifecycleStatePreparingNormal},
+}
+
+func allowed(from, to pub.LifecycleStateType) bool {
+	for _, s := range allowedMoves[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLifecycleModel runs the planner against a model cluster with preDelete
+// and inPlaceUpdate hooks, an operator that releases and re-adds handlers at
+// random, image changes, rollbacks, scaling and pod losses. The planner is
+// stateless, so every step is also what a restarted controller would do.
+// Across it, no pod is deleted or updated while its hook holds it, and no
+// lifecycle state is skipped.
+func TestLifecycleModel(t *testing.T) {
+	const hold, drain = "example.com/hold-update", "example.com/hold-delete"
+	for seed := int64(1); seed <= 200; seed++ {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(seed))
+			cs := cloneSet(int32(rng.Intn(4)+1), "", "1", "")
+			cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+			cs.Spec.Lifecycle = &pub.Lifecycle{
+				InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{hold: "true"}, MarkPodNotReady: rng.Intn(2) == 0},
+				PreDelete:     &pub.LifecycleHook{LabelsHandler: map[string]string{drain: "true"}, MarkPodNotReady: rng.Intn(2) == 0},
+			}
+			images := []string{"nginx:1"}
+			templates := map[string]*corev1.PodTemplateSpec{"web-rev0": template("nginx:1")}
+			current, update := "web-rev0", "web-rev0"
+			pods := map[string]*corev1.Pod{}
+			clock := now
+			ids := 0
+
+			for step := 0; step < 150; step++ {
+				// The world moves: users change the spec, the operator
+				// acts on hooks, kubelets finish updates, pods get lost.
+				switch r := rng.Intn(10); {
+				case r == 0 && step < 120:
+					next := fmt.Sprintf("nginx:%d", len(images)+1)
+					if rng.Intn(3) == 0 && len(images) > 1 {
+						next = images[rng.Intn(len(images))] // a rollback
+					}
+					images = append(images, next)
+					update = ""
+					for name, tm := range templates {
+						if tm.Spec.Containers[0].Image == next {
+							update = name
+						}
+					}
+					if update == "" {
+						update = fmt.Sprintf("web-rev%d", len(templates))
+						templates[update] = template(next)
+					}
+				case r == 1 && step < 120:
+					cs.Spec.Replicas = ptr.To(int32(rng.Intn(5)))
+				case r == 2 && step < 120 && len(pods) > 0:
+					delete(pods, sortedNames(pods)[rng.Intn(len(pods))]) // lost
+				}
+				for _, name := range sortedNames(pods) {
+					p := pods[name]
+					// The operator: releases held pods, puts handlers back
+					// on updated ones, at random.
+					if rng.Intn(3) == 0 {
+						switch State(p) {
+						case pub.LifecycleStatePreparingUpdate:
+							p.Labels[hold] = "false"
+						case pub.LifecycleStatePreparingDelete:
+							p.Labels[drain] = "false"
+						case pub.LifecycleStateUpdated, pub.LifecycleStateNormal:
+							p.Labels[hold] = "true"
+						}
+					}
+					// The kubelet: runs the new image.
+					if p.Status.ContainerStatuses[0].Image != p.Spec.Containers[0].Image && rng.Intn(2) == 0 {
+						p.Status.ContainerStatuses[0] = corev1.ContainerStatus{Name: "main", Image: p.Spec.Containers[0].Image, ImageID: "id-" + p.Spec.Containers[0].Image}
+					}
+				}
+
+				var list []*corev1.Pod
+				for _, name := range sortedNames(pods) {
+					list = append(list, pods[name].DeepCopy())
+				}
+				s := Snapshot{CloneSet: cs.DeepCopy(), Pods: list, UpdateRevision: update, CurrentRevision: current, Templates: templates, Now: clock,
+					NewInstanceID: func() string { ids++; return fmt.Sprintf("i%d", ids) }}
+				plan, err := Compute(s)
+				if err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				for _, a := range plan.Actions {
+					switch a.Type {
+					case CreatePod:
+						if !allowed("", a.State) {
+							t.Fatalf("step %d: created in %s", step, a.State)
+						}
+						tm := templates[a.Revision]
+						pods["web-"+a.InstanceID] = &corev1.Pod{
+							ObjectMeta: metav1.ObjectMeta{Name: "web-" + a.InstanceID, Labels: map[string]string{
+								appsv1.ControllerRevisionHashLabelKey: a.Revision, pub.LifecycleStateKey: string(a.State), hold: "true", drain: "true"}},
+							Spec: corev1.PodSpec{NodeName: "node", Containers: []corev1.Container{{Name: "main", Image: tm.Spec.Containers[0].Image}}},
+							Status: corev1.PodStatus{Phase: corev1.PodRunning,
+								Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+								ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Image: tm.Spec.Containers[0].Image, ImageID: "id-" + tm.Spec.Containers[0].Image}}},
+						}
+					case DeletePod:
+						p := pods[a.Pod.Name]
+						if lifecycle.IsHooked(cs.Spec.Lifecycle.PreDelete, p) {
+							t.Fatalf("step %d: deleted %s while its preDelete hook holds it", step, p.Name)
+						}
+						delete(pods, a.Pod.Name)
+					case SetState:
+						p := pods[a.Pod.Name]
+						if !allowed(State(p), a.State) {
+							t.Fatalf("step %d: %s moved %s → %s", step, p.Name, State(p), a.State)
+						}
+						p.Labels[pub.LifecycleStateKey] = string(a.State)
+						if a.ReaddHandlers != nil {
+							p.Labels[hold] = "true"
+						}
+					case UpdateInPlace:
+						p := pods[a.Pod.Name]
+						if lifecycle.IsHooked(cs.Spec.Lifecycle.InPlaceUpdate, p) {
+							t.Fatalf("step %d: updated %s in place while its inPlaceUpdate hook holds it", step, p.Name)
+						}
+						if !allowed(State(p), pub.LifecycleStateUpdating) {
+							t.Fatalf("step %d: %s updated from %s", step, p.Name, State(p))
+						}
+						p.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateUpdating)
+						p.Labels[appsv1.ControllerRevisionHashLabelKey] = a.Revision
+						p.Annotations = map[string]string{pub.InPlaceUpdateStateKey: fmt.Sprintf(`{"revision":%q,"updateTimestamp":null,"lastContainerStatuses":{"main":{"imageID":%q}}}`,
+							a.Revision, p.Status.ContainerStatuses[0].ImageID)}
+						for c, image := range a.Change.Images {
+							if c == "main" {
+								p.Spec.Containers[0].Image = image
+							}
+						}
+					}
+				}
+				if st, _ := Status(s, appsv1alpha1.CloneSetStatus{}, 0, ""); st.CurrentRevision == update {
+					current = update
+				}
+				clock = clock.Add(time.Second)
+			}
+		})
+	}
+}
+
+func sortedNames(pods map[string]*corev1.Pod) []string {
+	var names []string
+	for n := range pods {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
