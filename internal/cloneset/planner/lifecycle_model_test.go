@@ -183,4 +183,3 @@ func sortedNames(pods map[string]*corev1.Pod) []string {
 	sort.Strings(names)
 	return names
 }
-
