@@ -53,8 +53,9 @@ func main() {
 // controller's: kube-controller-manager runs each controller under its own
 // service account.
 var controllerUsers = map[string][]string{
-	"Deployment": {"system:serviceaccount:kube-system:deployment-controller", "system:serviceaccount:kube-system:replicaset-controller"},
-	"CloneSet":   {"lifeline-manager"},
+	"Deployment":          {"system:serviceaccount:kube-system:deployment-controller", "system:serviceaccount:kube-system:replicaset-controller"},
+	"CloneSet":            {"lifeline-manager"},
+	"CloneSet (in-place)": {"lifeline-manager"},
 }
 
 type result struct {
@@ -102,12 +103,12 @@ func run(ctx context.Context, pods, down, qps, nodes int) error {
 	b := &bench{c: c, k8s: k8s, client: client, audit: audit, pods: pods, down: down}
 
 	var results []result
-	for _, kind := range []string{"Deployment", "CloneSet"} {
+	for i, kind := range []string{"Deployment", "CloneSet", "CloneSet (in-place)"} {
 		ctrl := "kube-controller-manager"
-		if kind == "CloneSet" {
+		if kind != "Deployment" {
 			ctrl = l.Name
 		}
-		ns := strings.ToLower(kind) + "-bench"
+		ns := fmt.Sprintf("bench-%d", i)
 		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			return err
 		}
@@ -222,10 +223,13 @@ func (w workload) create(ctx context.Context, k8s ctrlclient.Client, replicas in
 					RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &twenty, MaxSurge: &zero}}},
 		})
 	}
+	strategy := appsv1alpha1.CloneSetUpdateStrategy{MaxUnavailable: &twenty, MaxSurge: &zero}
+	if w.kind == "CloneSet (in-place)" {
+		strategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	}
 	return k8s.Create(ctx, &appsv1alpha1.CloneSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "bench"},
-		Spec: appsv1alpha1.CloneSetSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl,
-			UpdateStrategy: appsv1alpha1.CloneSetUpdateStrategy{MaxUnavailable: &twenty, MaxSurge: &zero}},
+		Spec:       appsv1alpha1.CloneSetSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl, UpdateStrategy: strategy},
 	})
 }
 
@@ -365,6 +369,13 @@ func report(results []result) {
 		d, c := results[i], results[i+3]
 		fmt.Printf("  %-40s wall %.2f×  requests %.2f×  control plane CPU %.2f×  pod writes/pod %.2f vs %.2f\n",
 			d.scenario, c.wall.Seconds()/d.wall.Seconds(), float64(c.requests)/max(float64(d.requests), 1), c.planeCPU/max(d.planeCPU, 0.01), c.podWritesPerPod, d.podWritesPerPod)
+	}
+	if len(results) >= 9 {
+		d, re, ip := results[1], results[4], results[7]
+		fmt.Println("In-place update of the rollout (target: at least 3× faster than CloneSet's ReCreate, and faster than Deployment's):")
+		fmt.Printf("  in-place %.1fs, ReCreate %.1fs (%.2f× faster), Deployment %.1fs (%.2f× faster); pod writes/pod %.2f vs %.2f vs %.2f\n",
+			ip.wall.Seconds(), re.wall.Seconds(), re.wall.Seconds()/ip.wall.Seconds(), d.wall.Seconds(), d.wall.Seconds()/ip.wall.Seconds(),
+			ip.podWritesPerPod, re.podWritesPerPod, d.podWritesPerPod)
 	}
 	fmt.Println("  (Requests leave out Events, which kube-controller-manager posts under its own name; its CPU and RSS include all")
 	fmt.Println("  its controllers, lifeline-manager's include its webhooks.)")
