@@ -63,15 +63,7 @@ func TestCloneSetUpdatesImagesInPlace(t *testing.T) {
 // removes the hook label; it is then updated in place, waits in Updated
 // until the label is back, and ends Normal and Ready on the new image.
 func TestInPlaceUpdateHookWithMarkPodNotReady(t *testing.T) {
-	ns := newNamespace(t)
-	cs := newCloneSet(ns, "hooked-inplace", 1)
-	const blocker = "example.com/unready-blocker-inplace"
-	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{blocker: "true"}, MarkPodNotReady: true}}
-	cs.Spec.Template.Labels[blocker] = "true"
-	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
-	createCloneSet(t, cs)
-	waitCloneSet(t, cs, "1 pod available", settled(1))
+	ns, cs := newHookedInPlaceCloneSet(t, "hooked-inplace", true)
 	pod := clonePods(t, cs)[0]
 
 	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
@@ -101,15 +93,7 @@ func TestInPlaceUpdateHookWithMarkPodNotReady(t *testing.T) {
 // TestRollbackDuringInPlaceUpdate: a rollback while a pod is held for an
 // in-place update returns it to Normal and Ready on its image, untouched.
 func TestRollbackDuringInPlaceUpdate(t *testing.T) {
-	ns := newNamespace(t)
-	cs := newCloneSet(ns, "rollback", 1)
-	const blocker = "example.com/unready-blocker-inplace"
-	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{blocker: "true"}, MarkPodNotReady: true}}
-	cs.Spec.Template.Labels[blocker] = "true"
-	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
-	createCloneSet(t, cs)
-	waitCloneSet(t, cs, "1 pod available", settled(1))
+	ns, cs := newHookedInPlaceCloneSet(t, "rollback", true)
 	firstRevision := cs.Status.UpdateRevision
 	pod := clonePods(t, cs)[0]
 
@@ -172,15 +156,7 @@ func TestInPlaceGracePeriod(t *testing.T) {
 // waits in Updated puts the hook's handler back and holds the pod in
 // PreparingUpdate again, so the operator's hook runs for that update too.
 func TestNewerRevisionRehooksAnUpdatedPod(t *testing.T) {
-	ns := newNamespace(t)
-	cs := newCloneSet(ns, "rehook", 1)
-	const blocker = "example.com/unready-blocker-inplace"
-	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{blocker: "true"}}}
-	cs.Spec.Template.Labels[blocker] = "true"
-	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
-	createCloneSet(t, cs)
-	waitCloneSet(t, cs, "1 pod available", settled(1))
+	ns, cs := newHookedInPlaceCloneSet(t, "rehook", false)
 	pod := clonePods(t, cs)[0]
 	release := func() { patchPod(t, ns, pod.Name, `{"metadata":{"labels":{"`+blocker+`":"false"}}}`) }
 	inState := func(s pub.LifecycleStateType, image string) func(*corev1.Pod) bool {
@@ -204,4 +180,23 @@ func TestNewerRevisionRehooksAnUpdatedPod(t *testing.T) {
 	patchPod(t, ns, pod.Name, `{"metadata":{"labels":{"`+blocker+`":"true"}}}`)
 	waitCloneSet(t, cs, "settled on 1.29", settled(1))
 	waitPod(t, ns, pod.Name, "Normal on 1.29", inState(pub.LifecycleStateNormal, "nginx:1.29"))
+}
+
+// blocker is the inPlaceUpdate hook label of seed 001.
+const blocker = "example.com/unready-blocker-inplace"
+
+// newHookedInPlaceCloneSet creates a one-pod InPlaceIfPossible CloneSet whose
+// inPlaceUpdate hook is the blocker label, put on its pods by the template,
+// and waits until the pod is available.
+func newHookedInPlaceCloneSet(t *testing.T, name string, markPodNotReady bool) (string, *appsv1alpha1.CloneSet) {
+	t.Helper()
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, name, 1)
+	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{blocker: "true"}, MarkPodNotReady: markPodNotReady}}
+	cs.Spec.Template.Labels[blocker] = "true"
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "1 pod available", settled(1))
+	return ns, cs
 }

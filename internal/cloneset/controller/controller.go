@@ -65,6 +65,10 @@ type Reconciler struct {
 	Options   Options
 
 	expectations *expectations
+	// parsed caches, per CloneSet, the pod template of each live revision
+	// by UID: revision data never changes, and parsing it on every
+	// reconcile is wasted work.
+	parsed sync.Map // types.NamespacedName → map[types.UID]*corev1.PodTemplateSpec
 }
 
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=clonesets,verbs=get;list;watch;update;patch
@@ -115,6 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expectations.Forget(req.NamespacedName)
+			r.parsed.Delete(req.NamespacedName)
 			deleteGauges(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -176,16 +181,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	templates := map[string]*corev1.PodTemplateSpec{}
+	var templates map[string]*corev1.PodTemplateSpec
 	if planner.UpdatesInPlace(cs) {
-		for _, cr := range revs.all {
-			if t, err := templateOf(cr); err == nil {
-				templates[cr.Name] = t
-			}
-		}
-		if t, err := templateOf(revs.update); err == nil {
-			templates[revs.update.Name] = t
-		}
+		templates = r.templates(req.NamespacedName, revs)
 	}
 	snap := planner.Snapshot{
 		CloneSet: cs, Pods: active, PVCs: pvcs, NodeLabels: nodeLabels, Templates: templates,
@@ -249,6 +247,29 @@ func (r *Reconciler) sync(ctx context.Context, cs *appsv1alpha1.CloneSet, snap p
 		planner.ClearFailure(status, conditionType)
 	}
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+}
+
+// templates returns the pod templates of a CloneSet's revisions by name.
+// Only live revisions stay cached, so deleted ones do not pile up.
+func (r *Reconciler) templates(key types.NamespacedName, revs *revisions) map[string]*corev1.PodTemplateSpec {
+	var known map[types.UID]*corev1.PodTemplateSpec
+	if v, ok := r.parsed.Load(key); ok {
+		known = v.(map[types.UID]*corev1.PodTemplateSpec)
+	}
+	live := map[types.UID]*corev1.PodTemplateSpec{}
+	out := map[string]*corev1.PodTemplateSpec{}
+	for _, cr := range append(revs.all, revs.update) {
+		t, ok := known[cr.UID]
+		if !ok {
+			var err error
+			if t, err = templateOf(cr); err != nil {
+				continue
+			}
+		}
+		live[cr.UID], out[cr.Name] = t, t
+	}
+	r.parsed.Store(key, live)
+	return out
 }
 
 // nodeLabels reads the labels of the pods' nodes, which scale-in needs only
