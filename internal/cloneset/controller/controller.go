@@ -234,7 +234,17 @@ func (r *Reconciler) sync(ctx context.Context, cs *appsv1alpha1.CloneSet, snap p
 		r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "ScaleUpLimited", "Scale",
 			"scaleUp is limited because of scaleStrategy.maxUnavailable, limit: %d", plan.Diffs.ScaleUpLimit)
 	}
-	failures := r.execute(ctx, cs, revs, plan.Actions)
+	var failures []error
+	stale := false
+	for _, err := range r.execute(ctx, cs, revs, plan.Actions) {
+		var se *staleError
+		if errors.As(err, &se) {
+			stale = true
+			log.FromContext(ctx).V(1).Info("pod changed since it was planned; planning again", "pod", se.pod, "reason", se.err.Error())
+			continue
+		}
+		failures = append(failures, err)
+	}
 	conditionType := appsv1alpha1.CloneSetConditionFailedUpdate
 	if plan.Phase == planner.PhaseScale {
 		conditionType = appsv1alpha1.CloneSetConditionFailedScale
@@ -245,6 +255,11 @@ func (r *Reconciler) sync(ctx context.Context, cs *appsv1alpha1.CloneSet, snap p
 	}
 	if len(plan.Actions) > 0 {
 		planner.ClearFailure(status, conditionType)
+	}
+	if stale {
+		// The pod's own change brings the CloneSet back; this is the
+		// safety net should that event be coalesced away.
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
@@ -427,7 +442,10 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 	key := client.ObjectKeyFromObject(cs)
 	now := r.Clock.Now()
 	fail := func(action string, err error) error {
-		actionFailures.WithLabelValues(cs.Namespace, cs.Name, action).Inc()
+		var stale *staleError
+		if !errors.As(err, &stale) {
+			actionFailures.WithLabelValues(cs.Namespace, cs.Name, action).Inc()
+		}
 		return err
 	}
 	switch a.Type {
@@ -471,41 +489,25 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 
 	case planner.SetState:
 		pod := a.Pod
+		p := newPodPatch(pod, true)
 		if a.InPlaceReady && hasGate(pod, pub.InPlaceUpdateReady) {
-			cond := corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)}
-			var err error
-			if pod, err = r.patchPodStatus(ctx, pod, cond); err != nil {
-				return fail("patch", err)
-			}
+			p.setCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
 		}
-		if a.ReadyKey != "" {
-			var err error
-			if pod, err = r.markReady(ctx, pod, a.ReadyKey, now); err != nil {
-				return fail("patch", err)
-			}
-		}
-		if a.NotReadyKey != "" {
-			// NotReady first, so no operator acting on the new state
-			// sees the pod still Ready.
-			var err error
-			if pod, err = r.markNotReady(ctx, pod, a.NotReadyKey, now); err != nil {
-				return fail("patch", err)
-			}
+		// markPodNotReady reasons go in the same write as the state, so no
+		// operator acting on the new state sees the pod still Ready.
+		if cond, changed := kruisePodReady(pod, a.ReadyKey, a.NotReadyKey, now); changed {
+			p.setCondition(cond)
 		}
 		labels := map[string]string{pub.LifecycleStateKey: string(a.State)}
-		meta := map[string]any{
-			"labels":      labels,
-			"annotations": map[string]string{pub.LifecycleTimestampKey: now.Format(time.RFC3339)},
-		}
 		if h := a.ReaddHandlers; h != nil {
 			for k, v := range h.LabelsHandler {
 				labels[k] = v
 			}
-			if len(h.FinalizersHandler) > 0 {
-				meta["finalizers"] = h.FinalizersHandler // merged into the list by the strategic merge patch
-			}
+			p.addFinalizers(h.FinalizersHandler)
 		}
-		if err := r.patchPod(ctx, key, pod, map[string]any{"metadata": meta}); err != nil {
+		p.setLabels(labels)
+		p.setAnnotation(pub.LifecycleTimestampKey, now.Format(time.RFC3339))
+		if err := r.applyPatch(ctx, key, p); err != nil {
 			return fail("patch", err)
 		}
 		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "LifecycleStateChanged", "SetState",
@@ -515,16 +517,15 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 		}
 
 	case planner.InitPodReady:
-		var conds []corev1.PodCondition
+		p := newPodPatch(a.Pod, false)
 		for _, g := range a.Pod.Spec.ReadinessGates {
 			if (g.ConditionType == pub.KruisePodReadyConditionType || g.ConditionType == pub.InPlaceUpdateReady) && !hasCondition(a.Pod, g.ConditionType) {
-				conds = append(conds, corev1.PodCondition{Type: g.ConditionType, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
+				p.setCondition(corev1.PodCondition{Type: g.ConditionType, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
 			}
 		}
-		if _, err := r.patchPodStatus(ctx, a.Pod, conds...); err != nil {
+		if err := r.applyPatch(ctx, key, p); err != nil {
 			return fail("patch", err)
 		}
-		r.expectations.ExpectChanged(key, a.Pod.Name, a.Pod.ResourceVersion, now)
 
 	case planner.FinishGrace:
 		if err := r.finishGrace(ctx, key, a.Pod); err != nil {
@@ -533,6 +534,10 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 
 	case planner.UpdateInPlace:
 		if err := r.updateInPlace(ctx, key, a, now); err != nil {
+			var stale *staleError
+			if errors.As(err, &stale) {
+				return err
+			}
 			r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "Update", "failed to update pod %s in-place: %v", a.Pod.Name, err)
 			return fail("update", err)
 		}
@@ -543,6 +548,10 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 	return nil
 }
 
+// staleRetry is when a CloneSet whose pod changed under a write is planned
+// again at the latest.
+const staleRetry = time.Second
+
 func stateOrNone(pod *corev1.Pod) string {
 	if s := planner.State(pod); s != "" {
 		return string(s)
@@ -550,23 +559,46 @@ func stateOrNone(pod *corev1.Pod) string {
 	return "(none)"
 }
 
-// patchPod sends a strategic merge patch guarded by the pod's UID and
-// resourceVersion, so a plan made from a stale pod fails instead of
-// overwriting what changed since.
-func (r *Reconciler) patchPod(ctx context.Context, owner types.NamespacedName, pod *corev1.Pod, patch map[string]any) error {
-	meta := patch["metadata"].(map[string]any)
-	meta["uid"], meta["resourceVersion"] = pod.UID, pod.ResourceVersion
-	data, err := json.Marshal(patch)
+// applyPatch sends p to the pod, or to its status subresource when it sets
+// conditions, and expects the cache to show the result.
+func (r *Reconciler) applyPatch(ctx context.Context, owner types.NamespacedName, p *podPatch) error {
+	if p.changesNothing() {
+		return nil
+	}
+	data, err := p.data()
 	if err != nil {
 		return err
 	}
-	target := pod.DeepCopy()
-	if err := r.Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, data)); err != nil {
-		return fmt.Errorf("patching pod %s: %w", pod.Name, err)
+	target := p.pod.DeepCopy()
+	patch := client.RawPatch(types.JSONPatchType, data)
+	if p.status {
+		err = r.Status().Patch(ctx, target, patch)
+	} else {
+		err = r.Patch(ctx, target, patch)
 	}
-	r.expectations.ExpectChanged(owner, pod.Name, pod.ResourceVersion, r.Clock.Now())
+	if err != nil {
+		if isStale(err) {
+			stalePatches.WithLabelValues(owner.Namespace, owner.Name).Inc()
+			return &staleError{pod: p.pod.Name, err: err}
+		}
+		return fmt.Errorf("patching pod %s: %w", p.pod.Name, err)
+	}
+	r.expectations.ExpectChanged(owner, p.pod.Name, p.pod.ResourceVersion, target.ResourceVersion, r.Clock.Now())
 	return nil
 }
+
+// staleError is a write refused because the pod changed since it was
+// planned. It is not a failure: the pod is planned again.
+type staleError struct {
+	pod string
+	err error
+}
+
+func (e *staleError) Error() string {
+	return fmt.Sprintf("pod %s changed since it was planned: %v", e.pod, e.err)
+}
+
+func (e *staleError) Unwrap() error { return e.err }
 
 // releaseUnreusedPVCs applies disablePVCReuse before planning, so no new pod
 // picks up an old instance's claims: a claim of a terminating pod is handed
@@ -598,66 +630,37 @@ func (r *Reconciler) releaseUnreusedPVCs(ctx context.Context, cs *appsv1alpha1.C
 	return kept, nil
 }
 
-// markNotReady sets the pod's KruisePodReady condition False, adding key to
-// the reasons in its message, and returns the patched pod. A pod without
-// the gate is left alone: the condition would not make it NotReady.
-func (r *Reconciler) markNotReady(ctx context.Context, pod *corev1.Pod, key string, now time.Time) (*corev1.Pod, error) {
-	gated := false
-	for _, g := range pod.Spec.ReadinessGates {
-		gated = gated || g.ConditionType == pub.KruisePodReadyConditionType
+// kruisePodReady is the pod's KruisePodReady condition with the NotReady
+// reason lift lifted and add added (either may be empty): True when no
+// reason is left. A pod without the gate is left alone, as the condition
+// would not make it NotReady; changed is false when nothing changes.
+func kruisePodReady(pod *corev1.Pod, lift, add string, now time.Time) (cond corev1.PodCondition, changed bool) {
+	if (lift == "" && add == "") || !hasGate(pod, pub.KruisePodReadyConditionType) {
+		return cond, false
 	}
-	if !gated {
-		return pod, nil
-	}
-	message := ""
+	cond = corev1.PodCondition{Type: pub.KruisePodReadyConditionType, Status: corev1.ConditionTrue}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == pub.KruisePodReadyConditionType {
-			message = c.Message
+			cond = c
 		}
 	}
-	cond := corev1.PodCondition{
-		Type: pub.KruisePodReadyConditionType, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(now),
-		Message: lifecycle.AddNotReadyReason(message, pub.PodReadyUserAgentLifecycle, key),
-	}
-	return r.patchPodStatus(ctx, pod, cond)
-}
-
-// markReady lifts one reason from the pod's KruisePodReady condition,
-// setting it True when none is left, and returns the patched pod. A pod not
-// held for that reason is left alone.
-func (r *Reconciler) markReady(ctx context.Context, pod *corev1.Pod, key string, now time.Time) (*corev1.Pod, error) {
-	for _, c := range pod.Status.Conditions {
-		if c.Type != pub.KruisePodReadyConditionType {
-			continue
+	message, status := cond.Message, cond.Status
+	if lift != "" {
+		if rest, held, found := lifecycle.RemoveNotReadyReason(message, pub.PodReadyUserAgentLifecycle, lift); found {
+			message, status = rest, corev1.ConditionTrue
+			if held {
+				status = corev1.ConditionFalse
+			}
 		}
-		message, held, found := lifecycle.RemoveNotReadyReason(c.Message, pub.PodReadyUserAgentLifecycle, key)
-		if !found {
-			return pod, nil
-		}
-		status := corev1.ConditionTrue
-		if held {
-			status = corev1.ConditionFalse
-		}
-		return r.patchPodStatus(ctx, pod, corev1.PodCondition{Type: pub.KruisePodReadyConditionType, Status: status, Message: message, LastTransitionTime: metav1.NewTime(now)})
 	}
-	return pod, nil
-}
-
-// patchPodStatus merges conditions into the pod's status, guarded by the
-// pod's resourceVersion, and returns the patched pod.
-func (r *Reconciler) patchPodStatus(ctx context.Context, pod *corev1.Pod, conds ...corev1.PodCondition) (*corev1.Pod, error) {
-	data, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"uid": pod.UID, "resourceVersion": pod.ResourceVersion},
-		"status":   map[string]any{"conditions": conds},
-	})
-	if err != nil {
-		return nil, err
+	if add != "" {
+		message, status = lifecycle.AddNotReadyReason(message, pub.PodReadyUserAgentLifecycle, add), corev1.ConditionFalse
 	}
-	patched := pod.DeepCopy()
-	if err := r.Status().Patch(ctx, patched, client.RawPatch(types.StrategicMergePatchType, data)); err != nil {
-		return nil, fmt.Errorf("patching the conditions of pod %s: %w", pod.Name, err)
+	if message == cond.Message && status == cond.Status {
+		return cond, false
 	}
-	return patched, nil
+	cond.Message, cond.Status, cond.LastTransitionTime = message, status, metav1.NewTime(now)
+	return cond, true
 }
 
 func hasGate(pod *corev1.Pod, t corev1.PodConditionType) bool {
@@ -678,16 +681,19 @@ func hasCondition(pod *corev1.Pod, t corev1.PodConditionType) bool {
 	return false
 }
 
-// updateInPlace updates a pod in place: NotReady first through its
-// InPlaceUpdateReady condition, then one patch of its images, template
-// labels and annotations, revision labels, state Updating and the
-// in-place update record against which completion is judged.
+// updateInPlace updates a pod in place in two writes: NotReady first
+// through its InPlaceUpdateReady condition, so traffic leaves before any
+// container restarts, then one patch of its images, template labels and
+// annotations, revision labels, state Updating and the in-place update
+// record against which completion is judged. Both are guarded by the
+// labels and finalizers the decision rested on, not by resourceVersion:
+// the kubelet's reaction to the first write must not fail the second.
 func (r *Reconciler) updateInPlace(ctx context.Context, owner types.NamespacedName, a planner.Action, now time.Time) error {
 	pod := a.Pod
 	if hasGate(pod, pub.InPlaceUpdateReady) {
-		cond := corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: "StartInPlaceUpdate", LastTransitionTime: metav1.NewTime(now)}
-		var err error
-		if pod, err = r.patchPodStatus(ctx, pod, cond); err != nil {
+		p := newPodPatch(pod, true)
+		p.setCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: "StartInPlaceUpdate", LastTransitionTime: metav1.NewTime(now)})
+		if err := r.applyPatch(ctx, owner, p); err != nil {
 			return err
 		}
 	}
@@ -695,15 +701,17 @@ func (r *Reconciler) updateInPlace(ctx context.Context, owner types.NamespacedNa
 		Revision: a.Revision, UpdateTimestamp: metav1.NewTime(now), UpdateImages: len(a.Change.Images) > 0,
 		LastContainerStatuses: map[string]pub.InPlaceUpdateContainerStatus{},
 	}
+	p := newPodPatch(pod, true)
 	var batch []string
-	var containers []map[string]string
-	for _, c := range pod.Spec.Containers {
+	for i, c := range pod.Spec.Containers {
 		image, changed := a.Change.Images[c.Name]
 		if !changed {
 			continue
 		}
 		batch = append(batch, c.Name)
-		containers = append(containers, map[string]string{"name": c.Name, "image": image})
+		if a.Change.GraceSeconds == 0 {
+			p.setImage(i, c.Name, image)
+		}
 		for _, st := range pod.Status.ContainerStatuses {
 			if st.Name == c.Name {
 				record.LastContainerStatuses[c.Name] = pub.InPlaceUpdateContainerStatus{ImageID: st.ImageID}
@@ -715,56 +723,46 @@ func (r *Reconciler) updateInPlace(ctx context.Context, owner types.NamespacedNa
 	if err != nil {
 		return err
 	}
-	labels := map[string]any{}
+	labels := map[string]string{}
 	for k, v := range a.Change.Labels {
 		labels[k] = v
-	}
-	for _, k := range a.Change.RemovedLabels {
-		labels[k] = nil
 	}
 	labels[appsv1.ControllerRevisionHashLabelKey] = a.Revision
 	labels[appsv1.DefaultDeploymentUniqueLabelKey] = revision.ShortHash(a.Revision)
 	labels[pub.LifecycleStateKey] = string(pub.LifecycleStateUpdating)
-	annotations := map[string]any{}
+	p.setLabels(labels, a.Change.RemovedLabels...)
 	for k, v := range a.Change.Annotations {
-		annotations[k] = v
+		p.setAnnotation(k, v)
 	}
 	for _, k := range a.Change.RemovedAnnotations {
-		annotations[k] = nil
+		p.removeAnnotation(k)
 	}
-	annotations[pub.LifecycleTimestampKey] = now.Format(time.RFC3339)
-	annotations[pub.InPlaceUpdateStateKey] = string(state)
-	annotations[pub.InPlaceUpdateStateKeyLegacy] = nil
-	patch := map[string]any{"metadata": map[string]any{"labels": labels, "annotations": annotations}}
-	switch {
-	case a.Change.GraceSeconds > 0:
+	p.setAnnotation(pub.LifecycleTimestampKey, now.Format(time.RFC3339))
+	p.setAnnotation(pub.InPlaceUpdateStateKey, string(state))
+	p.removeAnnotation(pub.InPlaceUpdateStateKeyLegacy)
+	if a.Change.GraceSeconds > 0 {
 		// NotReady now, new images once the grace period is over.
 		grace, err := json.Marshal(planner.GraceSpec{Revision: a.Revision, ContainerImages: a.Change.Images, GraceSeconds: a.Change.GraceSeconds})
 		if err != nil {
 			return err
 		}
-		annotations[pub.InPlaceUpdateGraceKey] = string(grace)
-	case len(containers) > 0:
-		patch["spec"] = map[string]any{"containers": containers}
+		p.setAnnotation(pub.InPlaceUpdateGraceKey, string(grace))
 	}
-	return r.patchPod(ctx, owner, pod, patch)
+	return r.applyPatch(ctx, owner, p)
 }
 
 // finishGrace applies the images held back for an in-place update's grace
 // period.
 func (r *Reconciler) finishGrace(ctx context.Context, owner types.NamespacedName, pod *corev1.Pod) error {
 	grace := planner.Grace(pod)
-	var containers []map[string]string
-	for _, c := range pod.Spec.Containers {
+	p := newPodPatch(pod, true)
+	for i, c := range pod.Spec.Containers {
 		if image, ok := grace.ContainerImages[c.Name]; ok {
-			containers = append(containers, map[string]string{"name": c.Name, "image": image})
+			p.setImage(i, c.Name, image)
 		}
 	}
-	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{pub.InPlaceUpdateGraceKey: nil}}}
-	if len(containers) > 0 {
-		patch["spec"] = map[string]any{"containers": containers}
-	}
-	return r.patchPod(ctx, owner, pod, patch)
+	p.removeAnnotation(pub.InPlaceUpdateGraceKey)
+	return r.applyPatch(ctx, owner, p)
 }
 
 func (r *Reconciler) deletePVCs(ctx context.Context, cs *appsv1alpha1.CloneSet, id string) error {

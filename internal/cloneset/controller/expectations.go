@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 )
 
 // expectations remember what this controller did that its informer cache
@@ -34,8 +35,9 @@ const (
 
 type expectation struct {
 	kind expectationKind
-	// resourceVersion is, for expectChanged, the version before the patch.
-	resourceVersion string
+	// before and written are, for expectChanged, the pod's resourceVersion
+	// before the write and the one the write produced.
+	before, written string
 	// uid is, for expectCreated, the UID of the created pod.
 	uid   types.UID
 	since time.Time
@@ -67,9 +69,10 @@ func (e *expectations) ExpectDeleted(owner types.NamespacedName, pod string, now
 	e.expect(owner, pod, expectation{kind: expectDeleted, since: now})
 }
 
-// ExpectChanged records that pod, at resourceVersion, was patched.
-func (e *expectations) ExpectChanged(owner types.NamespacedName, pod, resourceVersion string, now time.Time) {
-	e.expect(owner, pod, expectation{kind: expectChanged, resourceVersion: resourceVersion, since: now})
+// ExpectChanged records that pod, at resourceVersion before, was written,
+// producing resourceVersion written.
+func (e *expectations) ExpectChanged(owner types.NamespacedName, pod, before, written string, now time.Time) {
+	e.expect(owner, pod, expectation{kind: expectChanged, before: before, written: written, since: now})
 }
 
 // Forget drops every expectation of owner, e.g. when it is deleted.
@@ -111,7 +114,7 @@ func (e *expectations) Satisfied(owner types.NamespacedName, cached []*corev1.Po
 		case expectDeleted:
 			met = !found || pod.DeletionTimestamp != nil
 		case expectChanged:
-			met = !found || pod.ResourceVersion != x.resourceVersion
+			met = !found || seenWrite(pod.ResourceVersion, x.before, x.written)
 		}
 		switch {
 		case met:
@@ -149,4 +152,16 @@ func (e *expectations) Satisfied(owner types.NamespacedName, cached []*corev1.Po
 		delete(e.byOwner, owner)
 	}
 	return waiting == "", waiting, expired, nil
+}
+
+// seenWrite reports whether a cached pod at resourceVersion cached shows a
+// write that took the pod from before to written. Resource versions are
+// comparable since Kubernetes 1.35 (KEP-5504); a cache that moved past
+// before but not up to written (a kubelet write between two of ours) is
+// still behind. Where versions do not compare, any change counts.
+func seenWrite(cached, before, written string) bool {
+	if c, err := resourceversion.CompareResourceVersion(cached, written); err == nil {
+		return c >= 0
+	}
+	return cached != before
 }

@@ -29,7 +29,7 @@ func TestExpectationsFollowTheCache(t *testing.T) {
 	apiServer["web-a"] = "uid-a"
 	e.ExpectCreated(owner, "web-a", "uid-a", t0)
 	e.ExpectDeleted(owner, "web-b", t0)
-	e.ExpectChanged(owner, "web-c", "7", t0)
+	e.ExpectChanged(owner, "web-c", "7", "9", t0)
 
 	cache := []*corev1.Pod{pod("web-b", "3", false), pod("web-c", "7", false)}
 	if ok, waiting, _, _ := e.Satisfied(owner, cache, lookup, t0); ok || waiting == "" {
@@ -39,7 +39,12 @@ func TestExpectationsFollowTheCache(t *testing.T) {
 	if ok, waiting, _, _ := e.Satisfied(owner, cache, lookup, t0); ok || waiting != "pod web-c to be updated in the cache" {
 		t.Fatalf("waiting = %q", waiting)
 	}
+	// A kubelet write between the pod's version 7 and ours (9) is not ours.
 	cache[2] = pod("web-c", "8", false)
+	if ok, waiting, _, _ := e.Satisfied(owner, cache, lookup, t0); ok || waiting != "pod web-c to be updated in the cache" {
+		t.Fatalf("satisfied by a write that was not ours; waiting = %q", waiting)
+	}
+	cache[2] = pod("web-c", "10", false)
 	if ok, _, _, _ := e.Satisfied(owner, cache, lookup, t0); !ok {
 		t.Fatal("not satisfied once the cache caught up")
 	}
@@ -82,5 +87,23 @@ func TestExpectationsLookUpOnePodAtATime(t *testing.T) {
 	}
 	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, t0); ok || lookups != 1 {
 		t.Fatalf("ok %v after %d reads around the cache; want waiting after 1", ok, lookups)
+	}
+}
+
+func TestSeenWrite(t *testing.T) {
+	for _, c := range []struct {
+		cached, before, written string
+		want                    bool
+	}{
+		{"7", "7", "9", false},
+		{"8", "7", "9", false},
+		{"9", "7", "9", true},
+		{"12", "7", "9", true},  // later writes on top of ours
+		{"x2", "x1", "x3", true}, // versions that do not compare: any change counts
+		{"x1", "x1", "x3", false},
+	} {
+		if got := seenWrite(c.cached, c.before, c.written); got != c.want {
+			t.Errorf("seenWrite(%q, %q, %q) = %v, want %v", c.cached, c.before, c.written, got, c.want)
+		}
 	}
 }

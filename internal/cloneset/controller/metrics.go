@@ -27,6 +27,10 @@ var (
 		Help:    "How long CloneSet pods stayed in a lifecycle state before the controller moved them on; for the hooked states (PreparingNormal, PreparingUpdate, Updated, PreparingDelete) that is how long the hook operator took.",
 		Buckets: prometheus.ExponentialBuckets(0.5, 2, 16), // 0.5s to about 4.5h
 	}, []string{"state"})
+	stalePatches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lifeline_cloneset_stale_pod_writes_total",
+		Help: "Pod writes refused because the labels or finalizers a decision rested on changed since it was planned; the pod is planned again.",
+	}, []string{"namespace", "cloneset"})
 	expectationsExpired = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lifeline_cloneset_expectations_expired_total",
 		Help: "Writes the CloneSet controller made that its cache did not show within the expectation timeout.",
@@ -34,5 +38,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(podsCreated, podsDeleted, actionFailures, replicasGauge, stateDuration, expectationsExpired)
+	metrics.Registry.MustRegister(podsCreated, podsDeleted, actionFailures, replicasGauge, stateDuration, stalePatches, expectationsExpired)
 }

@@ -1,0 +1,244 @@
+package controller
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// podPatch is one JSON patch (RFC 6902) of a pod, guarded by test
+// operations on what the plan's decision rested on instead of by the pod's
+// resourceVersion.
+//
+// A pod's status and metadata share one resourceVersion, and the kubelet
+// writes status all the time: in-place updates and readiness changes make
+// it write right after ours. A resourceVersion guard turns each of those
+// writes into a conflict and a replan (OpenKruise loses about half its
+// in-place status writes that way). Every decision the planner makes about
+// a pod rests on its labels (lifecycle state, hook handlers, revision) and
+// finalizers (hook handlers), so those are what is tested: a patch still
+// fails, and the pod is planned again, when an operator moved a hook label
+// in between, but not when the kubelet reported a restart.
+type podPatch struct {
+	pod *corev1.Pod
+	ops []patchOp
+	// labels is the pod's label set after the patch, once changed.
+	labels map[string]string
+	// conditions are the conditions to set, in order.
+	conditions []corev1.PodCondition
+	// status says the patch must go to the pods/status subresource: it sets
+	// conditions. That subresource takes labels, annotations and
+	// finalizers too, so a state change and its readiness go in one write.
+	status bool
+}
+
+type patchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// MarshalJSON leaves out the value of a remove, which has none.
+func (o patchOp) MarshalJSON() ([]byte, error) {
+	if o.Op == "remove" {
+		return json.Marshal(map[string]string{"op": o.Op, "path": o.Path})
+	}
+	type plain patchOp
+	return json.Marshal(plain(o))
+}
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+func pointer(parts ...string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteByte('/')
+		b.WriteString(pointerEscaper.Replace(p))
+	}
+	return b.String()
+}
+
+// newPodPatch starts a patch of pod that applies only to the pod the plan
+// saw: same UID and, with guardDecision, the same labels and finalizers.
+func newPodPatch(pod *corev1.Pod, guardDecision bool) *podPatch {
+	p := &podPatch{pod: pod}
+	p.test(pointer("metadata", "uid"), string(pod.UID))
+	if guardDecision {
+		p.test(pointer("metadata", "labels"), nilIfEmpty(pod.Labels))
+		p.test(pointer("metadata", "finalizers"), nilIfEmpty(pod.Finalizers))
+	}
+	return p
+}
+
+// nilIfEmpty maps an empty map or slice to nil: the pod's JSON leaves them
+// out, and a test against null passes on a missing member.
+func nilIfEmpty[T any](v T) any {
+	switch x := any(v).(type) {
+	case map[string]string:
+		if len(x) == 0 {
+			return nil
+		}
+	case []string:
+		if len(x) == 0 {
+			return nil
+		}
+	case string:
+		if x == "" {
+			return nil
+		}
+	}
+	return v
+}
+
+func (p *podPatch) test(path string, value any) {
+	p.ops = append(p.ops, patchOp{Op: "test", Path: path, Value: value})
+}
+
+// setLabels sets and removes labels. The whole label set is written, which
+// is safe because it was tested (newPodPatch with guardDecision).
+func (p *podPatch) setLabels(set map[string]string, remove ...string) {
+	if p.labels == nil {
+		p.labels = map[string]string{}
+		for k, v := range p.pod.Labels {
+			p.labels[k] = v
+		}
+	}
+	for k, v := range set {
+		p.labels[k] = v
+	}
+	for _, k := range remove {
+		delete(p.labels, k)
+	}
+}
+
+// setAnnotation sets one annotation, leaving the others as they are by then.
+func (p *podPatch) setAnnotation(key, value string) {
+	if p.pod.Annotations == nil && !p.hasOp("add", pointer("metadata", "annotations")) {
+		p.test(pointer("metadata", "annotations"), nil)
+		p.ops = append(p.ops, patchOp{Op: "add", Path: pointer("metadata", "annotations"), Value: map[string]string{}})
+	}
+	p.ops = append(p.ops, patchOp{Op: "add", Path: pointer("metadata", "annotations", key), Value: value})
+}
+
+// removeAnnotation removes one annotation the pod had when planned.
+func (p *podPatch) removeAnnotation(key string) {
+	if _, ok := p.pod.Annotations[key]; ok {
+		p.ops = append(p.ops, patchOp{Op: "remove", Path: pointer("metadata", "annotations", key)})
+	}
+}
+
+// addFinalizers adds finalizers the pod lacks. The whole list is written,
+// which is safe because it was tested (newPodPatch with guardDecision).
+func (p *podPatch) addFinalizers(finalizers []string) {
+	list := slices.Clone(p.pod.Finalizers)
+	for _, f := range finalizers {
+		if !slices.Contains(list, f) {
+			list = append(list, f)
+		}
+	}
+	if len(list) > len(p.pod.Finalizers) {
+		p.ops = append(p.ops, patchOp{Op: "add", Path: pointer("metadata", "finalizers"), Value: list})
+	}
+}
+
+// setImage changes the image of the container at index i, named name.
+func (p *podPatch) setImage(i int, name, image string) {
+	base := []string{"spec", "containers", strconv.Itoa(i)}
+	p.test(pointer(append(base, "name")...), name)
+	p.ops = append(p.ops, patchOp{Op: "replace", Path: pointer(append(base, "image")...), Value: image})
+}
+
+// setCondition sets a pod condition, keeping its lastTransitionTime when
+// its status does not change. The patch goes to pods/status.
+func (p *podPatch) setCondition(c corev1.PodCondition) {
+	for i := range p.conditions {
+		if p.conditions[i].Type == c.Type {
+			p.conditions[i] = c
+			return
+		}
+	}
+	p.conditions = append(p.conditions, c)
+	p.status = true
+}
+
+func (p *podPatch) hasOp(op, path string) bool {
+	for _, o := range p.ops {
+		if o.Op == op && o.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// changesNothing reports whether the patch holds no change at all.
+func (p *podPatch) changesNothing() bool {
+	if p.labels != nil || len(p.conditions) > 0 {
+		return false
+	}
+	for _, o := range p.ops {
+		if o.Op != "test" {
+			return false
+		}
+	}
+	return true
+}
+
+// data renders the patch. Conditions are replaced by index, each index
+// tested to still hold the condition's type, or appended.
+func (p *podPatch) data() ([]byte, error) {
+	ops := slices.Clone(p.ops)
+	if p.labels != nil {
+		ops = append(ops, patchOp{Op: "add", Path: pointer("metadata", "labels"), Value: p.labels})
+	}
+	conditionsPath := pointer("status", "conditions")
+	appended := false
+	for _, c := range p.conditions {
+		i := slices.IndexFunc(p.pod.Status.Conditions, func(old corev1.PodCondition) bool { return old.Type == c.Type })
+		if i >= 0 {
+			old := p.pod.Status.Conditions[i]
+			if old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+			// The message is tested too: KruisePodReady's lists every
+			// writer's reasons, and one must not drop another's.
+			at := conditionsPath + "/" + strconv.Itoa(i)
+			ops = append(ops,
+				patchOp{Op: "test", Path: at + "/type", Value: string(c.Type)},
+				patchOp{Op: "test", Path: at + "/message", Value: nilIfEmpty(old.Message)},
+				patchOp{Op: "replace", Path: at, Value: c})
+			continue
+		}
+		if len(p.pod.Status.Conditions) == 0 && !appended {
+			ops = append(ops, patchOp{Op: "test", Path: conditionsPath, Value: nil}, patchOp{Op: "add", Path: conditionsPath, Value: []corev1.PodCondition{c}})
+		} else {
+			ops = append(ops, patchOp{Op: "add", Path: conditionsPath + "/-", Value: c})
+		}
+		appended = true
+	}
+	return json.Marshal(ops)
+}
+
+// isStale reports whether a write failed because the pod is no longer what
+// the plan saw: a resourceVersion conflict, or a JSON patch the API server
+// could not apply. The server reports the latter as a bare 422, without
+// the causes a validation error carries; since our patches are well formed
+// by construction (see the tests), it means a test failed or a path the
+// plan saw is gone. The pod is simply planned again from the cache.
+func isStale(err error) bool {
+	if apierrors.IsConflict(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	st := status.Status()
+	return st.Code == http.StatusUnprocessableEntity && (st.Details == nil || len(st.Details.Causes) == 0) &&
+		strings.HasPrefix(st.Message, "the server rejected our request due to an error in our request")
+}
