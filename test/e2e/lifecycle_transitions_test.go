@@ -66,7 +66,9 @@ func TestLifecycleTransitions(t *testing.T) {
 				}
 			}
 			inState := func(s pub.LifecycleStateType, more func(*corev1.Pod) bool) func(*corev1.Pod) bool {
-				return func(p *corev1.Pod) bool { return p.Labels[pub.LifecycleStateKey] == string(s) && (more == nil || more(p)) }
+				return func(p *corev1.Pod) bool {
+					return p.Labels[pub.LifecycleStateKey] == string(s) && (more == nil || more(p))
+				}
 			}
 
 			// New pod: held in PreparingNormal, and unavailable, until registered.

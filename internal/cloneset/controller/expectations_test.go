@@ -98,7 +98,7 @@ func TestSeenWrite(t *testing.T) {
 		{"7", "7", "9", false},
 		{"8", "7", "9", false},
 		{"9", "7", "9", true},
-		{"12", "7", "9", true},  // later writes on top of ours
+		{"12", "7", "9", true},   // later writes on top of ours
 		{"x2", "x1", "x3", true}, // versions that do not compare: any change counts
 		{"x1", "x1", "x3", false},
 	} {
