@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -25,8 +26,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -40,14 +44,19 @@ func main() {
 	down := flag.Int("down-to", 100, "pods to scale down to")
 	qps := flag.Int("qps", 50, "client QPS of both kube-controller-manager and lifeline-manager")
 	nodes := flag.Int("nodes", 10, "simulated nodes")
+	verbose := flag.Bool("v", false, "print each control-plane process's CPU per scenario")
+	only := flag.String("kinds", strings.Join(kinds, ","), "the workloads to run, comma-separated")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *pods, *down, *qps, *nodes); err != nil {
+	if err := run(ctx, *pods, *down, *qps, *nodes, strings.Split(*only, ","), *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
+
+// kinds are the workloads compared, in the order they run.
+var kinds = []string{"Deployment", "CloneSet", "CloneSet (in-place)"}
 
 // controllerUsers are the API users whose requests count as each
 // controller's: kube-controller-manager runs each controller under its own
@@ -60,16 +69,18 @@ var controllerUsers = map[string][]string{
 
 type result struct {
 	scenario, kind  string
+	pods            int
 	wall            time.Duration
 	requests        int
 	events          int
 	podWritesPerPod float64
 	planeCPU        float64
+	kwokCPU         float64
 	ctrlCPU         float64
 	ctrlPeakRSS     int64
 }
 
-func run(ctx context.Context, pods, down, qps, nodes int) error {
+func run(ctx context.Context, pods, down, qps, nodes int, only []string, verbose bool) error {
 	root, err := cluster.RepoRoot()
 	if err != nil {
 		return err
@@ -100,10 +111,13 @@ func run(ctx context.Context, pods, down, qps, nodes int) error {
 		return err
 	}
 	client := kubernetes.NewForConfigOrDie(cfg)
-	b := &bench{c: c, k8s: k8s, client: client, audit: audit, pods: pods, down: down}
+	b := &bench{c: c, k8s: k8s, client: client, audit: audit, pods: pods, down: down, verbose: verbose}
 
 	var results []result
-	for i, kind := range []string{"Deployment", "CloneSet", "CloneSet (in-place)"} {
+	for i, kind := range kinds {
+		if !slices.Contains(only, kind) {
+			continue
+		}
 		ctrl := "kube-controller-manager"
 		if kind != "Deployment" {
 			ctrl = l.Name
@@ -147,29 +161,44 @@ type bench struct {
 	client     kubernetes.Interface
 	audit      string
 	pods, down int
+	verbose    bool
 }
 
 // measure runs one scenario and takes its figures.
 func (b *bench) measure(ctx context.Context, kind, ns, ctrl, name string, pods int,
 	change func(context.Context) error, done func(context.Context) (bool, error)) (result, error) {
-	r := result{scenario: name, kind: kind}
+	r := result{scenario: name, kind: kind, pods: pods}
 	plane := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "lifeline-manager"}
 	cpuBefore := map[string]float64{}
 	for _, p := range plane {
 		cpuBefore[p] = cpuSeconds(b.c.PID(p))
 	}
 	auditStart := fileSize(b.audit)
+	kwokBefore := cpuSeconds(b.c.PID("kwok"))
 
+	// A RetryWatcher resumes where the API server closed a watch, so a
+	// watch dropped under load does not lose writes.
 	var writes atomic.Int64
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	w, err := b.client.CoreV1().Pods(ns).Watch(watchCtx, metav1.ListOptions{})
+	list, err := b.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
 		return r, err
 	}
+	w, err := watchtools.NewRetryWatcherWithContext(watchCtx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+			return b.client.CoreV1().Pods(ns).Watch(ctx, options)
+		},
+	})
+	if err != nil {
+		return r, err
+	}
+	defer w.Stop()
 	go func() {
-		for range w.ResultChan() {
-			writes.Add(1)
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Bookmark && ev.Type != watch.Error {
+				writes.Add(1)
+			}
 		}
 	}()
 	var peak atomic.Int64
@@ -194,11 +223,15 @@ func (b *bench) measure(ctx context.Context, kind, ns, ctrl, name string, pods i
 
 	for _, p := range plane {
 		delta := cpuSeconds(b.c.PID(p)) - cpuBefore[p]
+		if b.verbose {
+			fmt.Printf("    %s: %.1f CPU s\n", p, delta)
+		}
 		r.planeCPU += delta
 		if p == ctrl {
 			r.ctrlCPU = delta
 		}
 	}
+	r.kwokCPU = cpuSeconds(b.c.PID("kwok")) - kwokBefore
 	r.ctrlPeakRSS = peak.Load()
 	r.podWritesPerPod = float64(writes.Load()) / float64(pods)
 	r.requests, r.events, err = countRequests(b.audit, auditStart, controllerUsers[kind])
@@ -358,25 +391,44 @@ func rssBytes(pid int) int64 {
 func report(results []result) {
 	fmt.Println()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tcontroller\twall s\tcontroller API requests\t+ events\tpod writes/pod\tcontrol plane CPU s\tcontroller CPU s\tcontroller peak RSS MiB\t")
+	fmt.Fprintln(tw, "scenario\tcontroller\twall s\tcontroller API requests\t+ events\tpod writes/pod\tcontrol plane CPU s\tkwok CPU s\tcontroller CPU s\tcontroller peak RSS MiB\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%d\t%d\t%.2f\t%.1f\t%.1f\t%.0f\t\n", r.scenario, r.kind, r.wall.Seconds(), r.requests, r.events, r.podWritesPerPod, r.planeCPU, r.ctrlCPU, float64(r.ctrlPeakRSS)/(1<<20))
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%d\t%d\t%.2f\t%.1f\t%.1f\t%.1f\t%.0f\t\n", r.scenario, r.kind, r.wall.Seconds(), r.requests, r.events, r.podWritesPerPod, r.planeCPU, r.kwokCPU, r.ctrlCPU, float64(r.ctrlPeakRSS)/(1<<20))
 	}
 	tw.Flush()
 	fmt.Println()
+	find := func(kind string, scenario int) (result, bool) {
+		n := 0
+		for _, r := range results {
+			if r.kind == kind {
+				if n == scenario {
+					return r, true
+				}
+				n++
+			}
+		}
+		return result{}, false
+	}
 	fmt.Println("CloneSet / Deployment (target: wall time ratio ≤ 1.0 on each; ≤ 4 pod writes per pod on scale-up):")
-	for i := 0; i+3 < len(results) && results[i].kind == "Deployment"; i++ {
-		d, c := results[i], results[i+3]
+	for i := 0; i < 3; i++ {
+		d, ok1 := find("Deployment", i)
+		c, ok2 := find("CloneSet", i)
+		if !ok1 || !ok2 {
+			break
+		}
 		fmt.Printf("  %-40s wall %.2f×  requests %.2f×  control plane CPU %.2f×  pod writes/pod %.2f vs %.2f\n",
 			d.scenario, c.wall.Seconds()/d.wall.Seconds(), float64(c.requests)/max(float64(d.requests), 1), c.planeCPU/max(d.planeCPU, 0.01), c.podWritesPerPod, d.podWritesPerPod)
 	}
-	if len(results) >= 9 {
-		d, re, ip := results[1], results[4], results[7]
+	d, okD := find("Deployment", 1)
+	re, okR := find("CloneSet", 1)
+	ip, okI := find("CloneSet (in-place)", 1)
+	if okD && okR && okI {
 		fmt.Println("In-place update of the rollout (target: at least 3× faster than CloneSet's ReCreate, and faster than Deployment's):")
-		fmt.Printf("  in-place %.1fs, ReCreate %.1fs (%.2f× faster), Deployment %.1fs (%.2f× faster); pod writes/pod %.2f vs %.2f vs %.2f\n",
+		fmt.Printf("  in-place %.1fs, ReCreate %.1fs (%.2f× faster), Deployment %.1fs (%.2f× faster); pod writes/pod %.2f vs %.2f vs %.2f; controller requests/pod %.2f vs %.2f vs %.2f\n",
 			ip.wall.Seconds(), re.wall.Seconds(), re.wall.Seconds()/ip.wall.Seconds(), d.wall.Seconds(), d.wall.Seconds()/ip.wall.Seconds(),
-			ip.podWritesPerPod, re.podWritesPerPod, d.podWritesPerPod)
+			ip.podWritesPerPod, re.podWritesPerPod, d.podWritesPerPod,
+			float64(ip.requests)/float64(max(ip.pods, 1)), float64(re.requests)/float64(max(re.pods, 1)), float64(d.requests)/float64(max(d.pods, 1)))
 	}
 	fmt.Println("  (Requests leave out Events, which kube-controller-manager posts under its own name; its CPU and RSS include all")
-	fmt.Println("  its controllers, lifeline-manager's include its webhooks.)")
+	fmt.Println("  its controllers, lifeline-manager's include its webhooks. kwok, the simulated kubelets, is not in the control plane.)")
 }

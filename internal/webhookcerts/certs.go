@@ -56,6 +56,15 @@ func Manage(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 	if err := ensureSecret(mgr, o.Secret); err != nil {
 		return nil, err
 	}
+	// A certificate left in CertDir by an earlier run may be signed by a
+	// CA the API server no longer trusts (a new cluster, a new Secret),
+	// yet the rotator would take its presence for readiness. Only a copy
+	// of the Secret counts.
+	for _, name := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
+		if err := os.Remove(filepath.Join(o.CertDir, name)); err != nil && !os.IsNotExist(err) {
+			return nil, fmt.Errorf("removing a stale webhook certificate: %w", err)
+		}
+	}
 	ready := make(chan struct{})
 	var webhooks []rotator.WebhookInfo
 	if o.MutatingConfiguration != "" {

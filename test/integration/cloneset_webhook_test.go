@@ -1,7 +1,16 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -33,12 +42,14 @@ import (
 // webhook configurations, the API server calling over TLS on loopback.
 func withWebhooks(t *testing.T) {
 	t.Helper()
-	startWebhooks(t, webhookcerts.Options{})
+	startWebhooks(t, webhookcerts.Options{}, "")
 }
 
-// startWebhooks is withWebhooks with certificate options; it returns the
-// Secret the certificate is kept in and the folder it is copied to.
-func startWebhooks(t *testing.T, certs webhookcerts.Options) (types.NamespacedName, string) {
+// startWebhooks is withWebhooks with certificate options and folder (a new
+// one when empty); it returns the Secret the certificate is kept in and the
+// folder it is copied to. Once the readiness check passes, the server must
+// serve the Secret's certificate, not whatever the folder held before.
+func startWebhooks(t *testing.T, certs webhookcerts.Options, certDir string) (types.NamespacedName, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ports, err := cluster.FreePorts(1)
@@ -51,7 +62,9 @@ func startWebhooks(t *testing.T, certs webhookcerts.Options) (types.NamespacedNa
 	if err != nil {
 		t.Fatal(err)
 	}
-	certDir := t.TempDir()
+	if certDir == "" {
+		certDir = t.TempDir()
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:        manager.Scheme(),
 		Metrics:       metricsserver.Options{BindAddress: "0"},
@@ -93,6 +106,13 @@ func startWebhooks(t *testing.T, certs webhookcerts.Options) (types.NamespacedNa
 		req, _ := http.NewRequest(http.MethodGet, "/readyz", nil)
 		return check(req) == nil
 	})
+	secret := &corev1.Secret{}
+	if err := k8s.Get(ctx, certs.Secret, secret); err != nil {
+		t.Fatal(err)
+	}
+	if served := servedCertificate(t, ports[0]); !bytes.Equal(served, pemBlock(t, secret.Data[corev1.TLSCertKey])) {
+		t.Fatal("ready, but the webhook server does not serve the certificate in the Secret")
+	}
 	// The API server has the CA once it admits through the webhook.
 	poll(t, "the API server calling the webhooks", func(ctx context.Context) bool {
 		cs := minimalCloneSet("probe")
@@ -101,6 +121,55 @@ func startWebhooks(t *testing.T, certs webhookcerts.Options) (types.NamespacedNa
 		return err == nil
 	})
 	return certs.Secret, certDir
+}
+
+// servedCertificate is the DER leaf certificate a TLS server on loopback
+// port presents.
+func servedCertificate(t *testing.T, port int) []byte {
+	t.Helper()
+	conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // we only read what is served
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].Raw
+}
+
+// pemBlock is the DER bytes of the first PEM block of data.
+func pemBlock(t *testing.T, data []byte) []byte {
+	t.Helper()
+	block, _ := pem.Decode(data)
+	if block == nil {
+		t.Fatal("no PEM block")
+	}
+	return block.Bytes
+}
+
+// TestStaleCertificateCopyIsNotServed: a certificate folder left by an
+// earlier run (here: a certificate of another CA) must not make the webhooks
+// ready with a certificate the API server does not trust.
+func TestStaleCertificateCopyIsNotServed(t *testing.T) {
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "stale"}, DNSNames: []string{"localhost"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, block := range map[string]*pem.Block{corev1.TLSCertKey: {Type: "CERTIFICATE", Bytes: der}, corev1.TLSPrivateKeyKey: {Type: "EC PRIVATE KEY", Bytes: keyDER}} {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startWebhooks(t, webhookcerts.Options{}, dir) // checks what is served once ready
 }
 
 func minimalCloneSet(name string) *unstructured.Unstructured {
@@ -321,7 +390,7 @@ func merge(dst, src map[string]any) {
 func TestWebhookCertificateIsRotatedBeforeExpiry(t *testing.T) {
 	secretKey, certDir := startWebhooks(t, webhookcerts.Options{
 		ServerCertDuration: time.Minute, Lookahead: 50 * time.Second, CheckEvery: time.Second,
-	})
+	}, "")
 	ctx := context.Background()
 	secret := &corev1.Secret{}
 	if err := k8s.Get(ctx, secretKey, secret); err != nil {
