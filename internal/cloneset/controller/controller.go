@@ -517,11 +517,11 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 		}
 
 	case planner.InitPodReady:
-		p := newPodPatch(a.Pod, false)
-		for _, g := range a.Pod.Spec.ReadinessGates {
-			if (g.ConditionType == pub.KruisePodReadyConditionType || g.ConditionType == pub.InPlaceUpdateReady) && !hasCondition(a.Pod, g.ConditionType) {
-				p.setCondition(corev1.PodCondition{Type: g.ConditionType, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
-			}
+		// Guarded by labels too: the repair of InPlaceUpdateReady rests on
+		// the pod not being mid-update.
+		p := newPodPatch(a.Pod, true)
+		for _, t := range a.Conditions {
+			p.setCondition(corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
 		}
 		if err := r.applyPatch(ctx, key, p); err != nil {
 			return fail("patch", err)
@@ -666,15 +666,6 @@ func kruisePodReady(pod *corev1.Pod, lift, add string, now time.Time) (cond core
 func hasGate(pod *corev1.Pod, t corev1.PodConditionType) bool {
 	for _, g := range pod.Spec.ReadinessGates {
 		if g.ConditionType == t {
-			return true
-		}
-	}
-	return false
-}
-
-func hasCondition(pod *corev1.Pod, t corev1.PodConditionType) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == t {
 			return true
 		}
 	}

@@ -146,3 +146,36 @@ func TestNewerRevisionRehooksAnUpdatedPod(t *testing.T) {
 		t.Fatalf("actions %+v", p.Actions)
 	}
 }
+
+// An in-place update interrupted between its two writes (the controller
+// stopped after InPlaceUpdateReady went False) leaves a pod NotReady that is
+// not being updated. Once it is not picked again (here: rolled back to its
+// revision), the condition goes back to True; a pod mid-update keeps it.
+func TestInterruptedInPlaceUpdateIsRepaired(t *testing.T) {
+	cs := cloneSet(2, "", "1", "")
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	gateFalse := func(p *corev1.Pod) {
+		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse})
+	}
+	stranded := readyPod("a", newRev, gateFalse)
+	updating := readyPod("b", newRev, gateFalse, inState(pub.LifecycleStateUpdating))
+	s := snapshot(cs, stranded, updating)
+	s.Templates = map[string]*corev1.PodTemplateSpec{newRev: template("nginx:2")}
+	p, err := Compute(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var repairs []string
+	for _, a := range p.Actions {
+		if a.Type == InitPodReady {
+			if len(a.Conditions) != 1 || a.Conditions[0] != pub.InPlaceUpdateReady {
+				t.Errorf("repair of %s sets %v", a.Pod.Name, a.Conditions)
+			}
+			repairs = append(repairs, a.Pod.Name)
+		}
+	}
+	if len(repairs) != 1 || repairs[0] != stranded.Name {
+		t.Errorf("repaired %v, want only the stranded pod %s", repairs, stranded.Name)
+	}
+}

@@ -43,7 +43,10 @@ func allowed(from, to pub.LifecycleStateType) bool {
 // random, image changes, rollbacks, scaling and pod losses. The planner is
 // stateless, so every step is also what a restarted controller would do.
 // Across it, no pod is deleted or updated while its hook holds it, and no
-// lifecycle state is skipped.
+// lifecycle state is skipped. The controller also stops, at random, between
+// the two writes of an in-place update (InPlaceUpdateReady False, then the
+// images): no pod is left NotReady by that for more than one plan beyond the
+// one that could repair it.
 func TestLifecycleModel(t *testing.T) {
 	const hold, drain = "example.com/hold-update", "example.com/hold-delete"
 	for seed := int64(1); seed <= 200; seed++ {
@@ -127,7 +130,8 @@ func TestLifecycleModel(t *testing.T) {
 						pods["web-"+a.InstanceID] = &corev1.Pod{
 							ObjectMeta: metav1.ObjectMeta{Name: "web-" + a.InstanceID, Labels: map[string]string{
 								appsv1.ControllerRevisionHashLabelKey: a.Revision, pub.LifecycleStateKey: string(a.State), hold: "true", drain: "true"}},
-							Spec: corev1.PodSpec{NodeName: "node", Containers: []corev1.Container{{Name: "main", Image: tm.Spec.Containers[0].Image}}},
+							Spec: corev1.PodSpec{NodeName: "node", Containers: []corev1.Container{{Name: "main", Image: tm.Spec.Containers[0].Image}},
+								ReadinessGates: []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}},
 							Status: corev1.PodStatus{Phase: corev1.PodRunning,
 								Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
 								ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Image: tm.Spec.Containers[0].Image, ImageID: "id-" + tm.Spec.Containers[0].Image}}},
@@ -147,6 +151,13 @@ func TestLifecycleModel(t *testing.T) {
 						if a.ReaddHandlers != nil {
 							p.Labels[hold] = "true"
 						}
+						if a.InPlaceReady {
+							setModelCondition(p, pub.InPlaceUpdateReady, corev1.ConditionTrue)
+						}
+					case InitPodReady:
+						for _, c := range a.Conditions {
+							setModelCondition(pods[a.Pod.Name], c, corev1.ConditionTrue)
+						}
 					case UpdateInPlace:
 						p := pods[a.Pod.Name]
 						if lifecycle.IsHooked(cs.Spec.Lifecycle.InPlaceUpdate, p) {
@@ -154,6 +165,10 @@ func TestLifecycleModel(t *testing.T) {
 						}
 						if !allowed(State(p), pub.LifecycleStateUpdating) {
 							t.Fatalf("step %d: %s updated from %s", step, p.Name, State(p))
+						}
+						setModelCondition(p, pub.InPlaceUpdateReady, corev1.ConditionFalse)
+						if rng.Intn(5) == 0 {
+							continue // the controller stopped before the second write
 						}
 						p.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateUpdating)
 						p.Labels[appsv1.ControllerRevisionHashLabelKey] = a.Revision
@@ -166,6 +181,29 @@ func TestLifecycleModel(t *testing.T) {
 						}
 					}
 				}
+				// A pod left NotReady by an interrupted update is repaired,
+				// or its update tried again, by the very next plan.
+				for _, pod := range s.Pods {
+					p, ok := pods[pod.Name]
+					notUpdating := func(p *corev1.Pod) bool {
+						for _, c := range p.Status.Conditions {
+							if c.Type == pub.InPlaceUpdateReady {
+								return c.Status == corev1.ConditionFalse && State(p) != pub.LifecycleStateUpdating
+							}
+						}
+						return false
+					}
+					if !ok || !notUpdating(pod) || !notUpdating(p) {
+						continue
+					}
+					retried := false
+					for _, a := range plan.Actions {
+						retried = retried || (a.Type == UpdateInPlace && a.Pod.Name == p.Name)
+					}
+					if !retried {
+						t.Fatalf("step %d: %s left NotReady through InPlaceUpdateReady in state %s", step, p.Name, State(p))
+					}
+				}
 				if st, _ := Status(s, appsv1alpha1.CloneSetStatus{}, 0, ""); st.CurrentRevision == update {
 					current = update
 				}
@@ -173,6 +211,16 @@ func TestLifecycleModel(t *testing.T) {
 			}
 		})
 	}
+}
+
+func setModelCondition(p *corev1.Pod, t corev1.PodConditionType, status corev1.ConditionStatus) {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			p.Status.Conditions[i].Status = status
+			return
+		}
+	}
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: t, Status: status})
 }
 
 func sortedNames(pods map[string]*corev1.Pod) []string {

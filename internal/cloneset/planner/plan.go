@@ -52,8 +52,9 @@ const (
 	DeletePod ActionType = "DeletePod"
 	// SetState moves a pod to another lifecycle state.
 	SetState ActionType = "SetState"
-	// InitPodReady sets a new pod's KruisePodReady and InPlaceUpdateReady
-	// conditions True, so its readiness gates do not hold it NotReady.
+	// InitPodReady sets the pod's Conditions True, so its readiness gates
+	// do not hold it NotReady: KruisePodReady and InPlaceUpdateReady on a
+	// new pod, InPlaceUpdateReady after an interrupted in-place update.
 	InitPodReady ActionType = "InitPodReady"
 	// UpdateInPlace changes a pod's images, labels and annotations to
 	// Revision without recreating it; the pod goes Updating and NotReady
@@ -87,6 +88,9 @@ type Action struct {
 	ReadyKey string
 	// Change is what UpdateInPlace changes.
 	Change *InPlaceChange
+	// Conditions are, on InitPodReady, the readiness-gate conditions to
+	// set True.
+	Conditions []corev1.PodConditionType
 	// ReaddHandlers, on SetState, puts this hook's labels and finalizers
 	// back on the pod in the same write.
 	ReaddHandlers *pub.LifecycleHook
@@ -302,35 +306,62 @@ func MarksPodNotReady(cs *appsv1alpha1.CloneSet) bool {
 	return l != nil && ((l.PreDelete != nil && l.PreDelete.MarkPodNotReady) || (l.InPlaceUpdate != nil && l.InPlaceUpdate.MarkPodNotReady))
 }
 
-// withInitPodReady adds to actions the setting of the KruisePodReady
-// condition True on pods that carry the gate but not the condition yet,
-// leaving out pods the actions already touch: a plan's actions must not
-// race on one pod.
+// withInitPodReady adds to actions the setting True of readiness-gate
+// conditions that should be True and are not: KruisePodReady and
+// InPlaceUpdateReady on pods that carry the gate but not the condition yet,
+// and InPlaceUpdateReady left False by an in-place update that never
+// started (the controller stopped between the condition and the images, and
+// the pod was not picked again, say after a rollback). Pods the actions
+// already touch are left out: a plan's actions must not race on one pod.
 func withInitPodReady(s Snapshot, actions []Action) []Action {
 	touched := map[*corev1.Pod]bool{}
-	for _, a := range actions {
+	for i := range actions {
+		a := &actions[i]
 		touched[a.Pod] = true
+		// A state change repairs in the same write.
+		if a.Type == SetState && a.State != pub.LifecycleStateUpdating && strandedNotReady(a.Pod) {
+			a.InPlaceReady = true
+		}
 	}
 	for _, pod := range s.Pods {
 		if touched[pod] {
 			continue
 		}
-		missing := false
+		var set []corev1.PodConditionType
+		reason := "a new pod's readiness gates"
 		for _, g := range pod.Spec.ReadinessGates {
 			if g.ConditionType != pub.KruisePodReadyConditionType && g.ConditionType != pub.InPlaceUpdateReady {
 				continue
 			}
-			found := false
-			for _, c := range pod.Status.Conditions {
-				found = found || c.Type == g.ConditionType
+			if _, found := conditionStatus(pod, g.ConditionType); !found {
+				set = append(set, g.ConditionType)
 			}
-			missing = missing || !found
 		}
-		if missing {
-			actions = append(actions, Action{Type: InitPodReady, Pod: pod, Reason: "a new pod's readiness gates"})
+		if strandedNotReady(pod) {
+			set = append(set, pub.InPlaceUpdateReady)
+			reason = "an in-place update that never started left it NotReady"
+		}
+		if len(set) > 0 {
+			actions = append(actions, Action{Type: InitPodReady, Pod: pod, Conditions: set, Reason: reason})
 		}
 	}
 	return actions
+}
+
+// strandedNotReady reports whether pod's InPlaceUpdateReady condition is
+// False though no in-place update of it is under way.
+func strandedNotReady(pod *corev1.Pod) bool {
+	status, _ := conditionStatus(pod, pub.InPlaceUpdateReady)
+	return status == corev1.ConditionFalse && State(pod) != pub.LifecycleStateUpdating && Grace(pod) == nil && pod.DeletionTimestamp == nil
+}
+
+func conditionStatus(pod *corev1.Pod, t corev1.PodConditionType) (corev1.ConditionStatus, bool) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == t {
+			return c.Status, true
+		}
+	}
+	return "", false
 }
 
 // creates plans the missing pods: the first ScaleUpNumOldRevision of them at
