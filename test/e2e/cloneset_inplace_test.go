@@ -1,11 +1,18 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
@@ -199,4 +206,98 @@ func newHookedInPlaceCloneSet(t *testing.T, name string, markPodNotReady bool) (
 	createCloneSet(t, cs)
 	waitCloneSet(t, cs, "1 pod available", settled(1))
 	return ns, cs
+}
+
+// TestInPlaceRolloutAcrossControllerRestarts: the manager is stopped and
+// started three times during an in-place rollout, cutting writes short at
+// random. Judged from a watch of every pod write: no moment has more pods
+// out of service than maxUnavailable, every pod is updated in place (same
+// UID) through Updating, and all end Normal and Ready.
+func TestInPlaceRolloutAcrossControllerRestarts(t *testing.T) {
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "inplace-restart", 20)
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "20 pods available", settled(20))
+	before := map[string]types.UID{}
+	for _, p := range clonePods(t, cs) {
+		before[p.Name] = p.UID
+	}
+	states := recordStates(t, ns)
+	outOfService := watchOutOfService(t, ns)
+
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+	for _, n := range []int{2, 8, 14} {
+		eventually(t, time.Minute, fmt.Sprintf("%d pods on the new image", n), func(context.Context) (bool, string, error) {
+			updated := 0
+			for _, p := range clonePods(t, cs) {
+				if p.Spec.Containers[0].Image == "nginx:1.28" {
+					updated++
+				}
+			}
+			return updated >= n, fmt.Sprintf("%d updated", updated), nil
+		})
+		if err := restartManager(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCloneSet(t, cs, "every pod updated and available", settled(20))
+	for _, p := range clonePods(t, cs) {
+		if before[p.Name] != p.UID {
+			t.Errorf("pod %s was recreated", p.Name)
+		}
+		if podCondition(&p, pub.InPlaceUpdateReady) != corev1.ConditionTrue || podCondition(&p, corev1.PodReady) != corev1.ConditionTrue ||
+			p.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) {
+			t.Errorf("pod %s ends %s with conditions %+v", p.Name, p.Labels[pub.LifecycleStateKey], p.Status.Conditions)
+		}
+		if got := states(p.Name); !slices.Contains(got, string(pub.LifecycleStateUpdating)) {
+			t.Errorf("pod %s states %v: never Updating", p.Name, got)
+		}
+	}
+	t.Logf("at most %d out of service", outOfService())
+	if most := outOfService(); most > 2 {
+		t.Errorf("%d pods out of service at once with maxUnavailable 2", most)
+	}
+}
+
+// watchOutOfService follows the pods of ns and returns the most that were
+// ever out of service at once: not Ready, InPlaceUpdateReady not True, or in
+// a lifecycle state other than Normal (a CloneSet counts all of those as
+// unavailable).
+func watchOutOfService(t *testing.T, ns string) func() int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	out := map[string]bool{}
+	most := 0
+	go func() {
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			mu.Lock()
+			out[pod.Name] = ev.Type != watch.Deleted && (podCondition(pod, corev1.PodReady) != corev1.ConditionTrue ||
+				podCondition(pod, pub.InPlaceUpdateReady) != corev1.ConditionTrue || pod.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal))
+			n := 0
+			for _, o := range out {
+				if o {
+					n++
+				}
+			}
+			most = max(most, n)
+			mu.Unlock()
+		}
+	}()
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return most
+	}
 }
