@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -299,5 +300,81 @@ func watchOutOfService(t *testing.T, ns string) func() int {
 		mu.Lock()
 		defer mu.Unlock()
 		return most
+	}
+}
+
+// TestInPlaceUpdateByContainerPriority is OpenKruise's e2e 13: redis, with
+// KRUISE_CONTAINER_PRIORITY 10, is updated first; nginx, without one, only
+// once redis runs its new image and is Ready. Checked on every watched
+// write of the pod, not just at the end.
+func TestInPlaceUpdateByContainerPriority(t *testing.T) {
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "priority", 1)
+	cs.Spec.Template.Spec.Containers = []corev1.Container{
+		{Name: "nginx", Image: "nginx:1.27"},
+		{Name: "redis", Image: "redis:7.2", Env: []corev1.EnvVar{{Name: "KRUISE_CONTAINER_PRIORITY", Value: "10"}}},
+	}
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "1 pod available", settled(1))
+	pod := clonePods(t, cs)[0]
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: pod.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var early []string
+	go func() {
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok || p.Spec.Containers[0].Image != "nginx:1.28" {
+				continue
+			}
+			for _, st := range p.Status.ContainerStatuses {
+				if st.Name == "redis" && (st.Image != "redis:7.4" || !st.Ready) {
+					mu.Lock()
+					early = append(early, fmt.Sprintf("rv %s: nginx's image changed while redis ran %s (ready %v)", p.ResourceVersion, st.Image, st.Ready))
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) {
+		c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
+		c.Spec.Template.Spec.Containers[1].Image = "redis:7.4"
+	})
+	waitCloneSet(t, cs, "updated in place and available", settled(1))
+	after := waitPod(t, ns, pod.Name, "Normal and Ready on both new images", func(p *corev1.Pod) bool {
+		return p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStateNormal) && podCondition(p, corev1.PodReady) == corev1.ConditionTrue &&
+			p.Status.ContainerStatuses[0].Image == "nginx:1.28" && p.Status.ContainerStatuses[1].Image == "redis:7.4"
+	})
+	if after.UID != pod.UID {
+		t.Error("the pod was recreated")
+	}
+	for _, st := range after.Status.ContainerStatuses {
+		if st.RestartCount != 1 {
+			t.Errorf("container %s restarted %d times, want once", st.Name, st.RestartCount)
+		}
+	}
+	var state pub.InPlaceUpdateState
+	if err := json.Unmarshal([]byte(after.Annotations[pub.InPlaceUpdateStateKey]), &state); err != nil {
+		t.Fatal(err)
+	}
+	var batches [][]string
+	for _, b := range state.ContainerBatchesRecord {
+		batches = append(batches, b.Containers)
+	}
+	if fmt.Sprint(batches) != "[[redis] [nginx]]" || len(state.NextContainerImages) != 0 {
+		t.Errorf("batches %v, next %v; want [[redis] [nginx]] and none left", batches, state.NextContainerImages)
+	}
+	cancel()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, e := range early {
+		t.Error(e)
 	}
 }

@@ -532,6 +532,14 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 			return fail("update", err)
 		}
 
+	case planner.UpdateNextBatch:
+		batch, err := r.updateNextBatch(ctx, key, a, now)
+		if err != nil {
+			return fail("update", err)
+		}
+		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "InPlaceUpdateNextBatch", "Update",
+			"pod %s: next in-place batch %v (%s)", a.Pod.Name, batch, a.Reason)
+
 	case planner.UpdateInPlace:
 		if err := r.updateInPlace(ctx, key, a, now); err != nil {
 			var stale *staleError
@@ -689,8 +697,9 @@ func (r *Reconciler) updateInPlace(ctx context.Context, owner types.NamespacedNa
 		}
 	}
 	record := pub.InPlaceUpdateState{
-		Revision: a.Revision, UpdateTimestamp: metav1.NewTime(now), UpdateImages: len(a.Change.Images) > 0,
+		Revision: a.Revision, UpdateTimestamp: metav1.NewTime(now), UpdateImages: len(a.Change.Images)+len(a.Change.NextImages) > 0,
 		LastContainerStatuses: map[string]pub.InPlaceUpdateContainerStatus{},
+		NextContainerImages:   a.Change.NextImages,
 	}
 	p := newPodPatch(pod, true)
 	var batch []string
@@ -710,6 +719,9 @@ func (r *Reconciler) updateInPlace(ctx context.Context, owner types.NamespacedNa
 		}
 	}
 	record.ContainerBatchesRecord = []pub.InPlaceUpdateContainerBatch{{Timestamp: metav1.NewTime(now), Containers: batch}}
+	if len(record.NextContainerImages) > 0 {
+		record.PreCheckBeforeNext = &pub.InPlaceUpdatePreCheckBeforeNext{ContainersRequiredReady: batch}
+	}
 	state, err := json.Marshal(record)
 	if err != nil {
 		return err
@@ -740,6 +752,48 @@ func (r *Reconciler) updateInPlace(ctx context.Context, owner types.NamespacedNa
 		p.setAnnotation(pub.InPlaceUpdateGraceKey, string(grace))
 	}
 	return r.applyPatch(ctx, owner, p)
+}
+
+// updateNextBatch applies the next container batch of an in-place update
+// and records it in the update state, returning the batch. The write is
+// guarded by the state it rewrites as well as the labels.
+func (r *Reconciler) updateNextBatch(ctx context.Context, owner types.NamespacedName, a planner.Action, now time.Time) ([]string, error) {
+	pod := a.Pod
+	old := pod.Annotations[pub.InPlaceUpdateStateKey]
+	st := planner.InPlaceUpdateState(pod)
+	if st == nil {
+		return nil, fmt.Errorf("pod %s has no in-place update state", pod.Name)
+	}
+	if st.LastContainerStatuses == nil {
+		st.LastContainerStatuses = map[string]pub.InPlaceUpdateContainerStatus{}
+	}
+	p := newPodPatch(pod, true)
+	p.test(pointer("metadata", "annotations", pub.InPlaceUpdateStateKey), old)
+	var batch []string
+	for i, c := range pod.Spec.Containers {
+		image, ok := a.Change.Images[c.Name]
+		if !ok {
+			continue
+		}
+		batch = append(batch, c.Name)
+		p.setImage(i, c.Name, image)
+		for _, cst := range pod.Status.ContainerStatuses {
+			if cst.Name == c.Name {
+				st.LastContainerStatuses[c.Name] = pub.InPlaceUpdateContainerStatus{ImageID: cst.ImageID}
+			}
+		}
+	}
+	st.NextContainerImages, st.PreCheckBeforeNext = a.Change.NextImages, nil
+	if len(st.NextContainerImages) > 0 {
+		st.PreCheckBeforeNext = &pub.InPlaceUpdatePreCheckBeforeNext{ContainersRequiredReady: batch}
+	}
+	st.ContainerBatchesRecord = append(st.ContainerBatchesRecord, pub.InPlaceUpdateContainerBatch{Timestamp: metav1.NewTime(now), Containers: batch})
+	data, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	p.setAnnotation(pub.InPlaceUpdateStateKey, string(data))
+	return batch, r.applyPatch(ctx, owner, p)
 }
 
 // finishGrace applies the images held back for an in-place update's grace

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -177,5 +178,137 @@ func TestInterruptedInPlaceUpdateIsRepaired(t *testing.T) {
 	}
 	if len(repairs) != 1 || repairs[0] != stranded.Name {
 		t.Errorf("repaired %v, want only the stranded pod %s", repairs, stranded.Name)
+	}
+}
+
+func prioritized(name, image string, priority string) corev1.Container {
+	c := corev1.Container{Name: name, Image: image}
+	if priority != "" {
+		c.Env = []corev1.EnvVar{{Name: ContainerPriorityEnv, Value: priority}}
+	}
+	return c
+}
+
+func TestSplitBatch(t *testing.T) {
+	containers := []corev1.Container{prioritized("app", "a:1", "5"), prioritized("log", "l:1", ""), prioritized("proxy", "p:1", "10")}
+	all := map[string]string{"app": "a:2", "log": "l:2", "proxy": "p:2"}
+	for _, c := range []struct {
+		name      string
+		images    map[string]string
+		now, next []string
+	}{
+		{"highest priority first; none counts as 0", all, []string{"proxy"}, []string{"app", "log"}},
+		{"only what changed counts", map[string]string{"app": "a:2", "log": "l:2"}, []string{"app"}, []string{"log"}},
+		{"equal priorities together", map[string]string{"log": "l:2"}, []string{"log"}, nil},
+		{"one container", map[string]string{"app": "a:2"}, []string{"app"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			now, next := splitBatch(containers, c.images)
+			if got := sortedKeys(now); !slices.Equal(got, c.now) {
+				t.Errorf("now %v, want %v", got, c.now)
+			}
+			if got := sortedKeys(next); !slices.Equal(got, c.next) {
+				t.Errorf("next %v, want %v", got, c.next)
+			}
+		})
+	}
+	if now, next := splitBatch([]corev1.Container{prioritized("a", "a:1", "x"), prioritized("b", "b:1", "")}, map[string]string{"a": "a:2", "b": "b:2"}); next != nil || len(now) != 2 {
+		t.Error("an unreadable priority does not count as 0")
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// OpenKruise's e2e 13 and 14: redis (priority 10) is updated first; nginx
+// only once redis runs its new image and is Ready, never if it does not.
+func TestInPlaceUpdateByContainerPriority(t *testing.T) {
+	cs := cloneSet(1, "", "1", "")
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	tmpl := func(redis, nginx string) *corev1.PodTemplateSpec {
+		return &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{prioritized("nginx", nginx, ""), prioritized("redis", redis, "10")}}}
+	}
+	old, upd := tmpl("redis:1", "nginx:1"), tmpl("redis:2", "nginx:2")
+	pod := readyPod("a", oldRev, func(p *corev1.Pod) {
+		p.Spec.Containers = old.DeepCopy().Spec.Containers
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{
+			{Name: "nginx", Image: "nginx:1", ImageID: "id-nginx:1", Ready: true},
+			{Name: "redis", Image: "redis:1", ImageID: "id-redis:1", Ready: true},
+		}
+	})
+	s := snapshot(cs, pod)
+	s.Templates = map[string]*corev1.PodTemplateSpec{oldRev: old, newRev: upd}
+	p, err := Compute(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Actions) != 1 || p.Actions[0].Type != UpdateInPlace {
+		t.Fatalf("actions %+v", p.Actions)
+	}
+	if ch := p.Actions[0].Change; len(ch.Images) != 1 || ch.Images["redis"] != "redis:2" || ch.NextImages["nginx"] != "nginx:2" {
+		t.Fatalf("first batch %+v", ch)
+	}
+
+	// What the controller wrote: redis's new image, nginx waiting.
+	updating := func(redisStatus corev1.ContainerStatus) *corev1.Pod {
+		return readyPod("a", newRev, inState(pub.LifecycleStateUpdating), func(p *corev1.Pod) {
+			p.Spec.Containers = upd.DeepCopy().Spec.Containers
+			p.Spec.Containers[0].Image = "nginx:1"
+			p.Annotations = map[string]string{pub.InPlaceUpdateStateKey: `{"revision":"` + newRev + `","updateTimestamp":null,` +
+				`"lastContainerStatuses":{"redis":{"imageID":"id-redis:1"}},"nextContainerImages":{"nginx":"nginx:2"},` +
+				`"preCheckBeforeNext":{"containersRequiredReady":["redis"]},"containerBatchesRecord":[{"timestamp":null,"containers":["redis"]}]}`}
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "nginx", Image: "nginx:1", ImageID: "id-nginx:1", Ready: true}, redisStatus}
+		})
+	}
+	for _, c := range []struct {
+		name  string
+		redis corev1.ContainerStatus
+		next  bool
+	}{
+		{"redis not restarted yet", corev1.ContainerStatus{Name: "redis", Image: "redis:1", ImageID: "id-redis:1", Ready: true}, false},
+		{"redis on its new image but not Ready", corev1.ContainerStatus{Name: "redis", Image: "redis:2", ImageID: "id-redis:2"}, false},
+		{"redis on its new image and Ready", corev1.ContainerStatus{Name: "redis", Image: "redis:2", ImageID: "id-redis:2", Ready: true}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := snapshot(cs, updating(c.redis))
+			s.CurrentRevision = newRev
+			s.Templates = map[string]*corev1.PodTemplateSpec{oldRev: old, newRev: upd}
+			p, err := Compute(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []Action
+			for _, a := range p.Actions {
+				if a.Type == UpdateNextBatch || a.Type == SetState {
+					got = append(got, a)
+				}
+			}
+			switch {
+			case !c.next && len(got) > 0:
+				t.Errorf("acted before redis was updated and Ready: %s %+v", got[0].Type, got[0].Change)
+			case c.next && (len(got) != 1 || got[0].Type != UpdateNextBatch || got[0].Change.Images["nginx"] != "nginx:2" || len(got[0].Change.NextImages) != 0):
+				t.Errorf("next batch: %+v", got)
+			}
+		})
+	}
+	if pod := updating(corev1.ContainerStatus{Name: "redis", Image: "redis:2", ImageID: "id-redis:2", Ready: true}); InPlaceUpdateDone(pod) {
+		t.Error("done with a batch still waiting")
+	}
+}
+
+func TestCompletionComparesUntaggedImagesAsLatest(t *testing.T) {
+	pod := readyPod("a", newRev, func(p *corev1.Pod) {
+		p.Spec.Containers = []corev1.Container{{Name: "main", Image: "nginx"}}
+		p.Annotations = map[string]string{pub.InPlaceUpdateStateKey: `{"revision":"x","updateTimestamp":null,"lastContainerStatuses":{"main":{"imageID":"same"}}}`}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "nginx:latest", ImageID: "same"}}
+	})
+	if !InPlaceUpdateDone(pod) {
+		t.Error(`"nginx" running as "nginx:latest" with an unchanged imageID is not done`)
 	}
 }

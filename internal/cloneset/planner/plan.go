@@ -63,6 +63,10 @@ const (
 	// FinishGrace applies the images an in-place update held back for its
 	// grace period.
 	FinishGrace ActionType = "FinishGrace"
+	// UpdateNextBatch applies the next container batch of an in-place
+	// update by container priority (KRUISE_CONTAINER_PRIORITY) once the
+	// previous batch runs and is Ready.
+	UpdateNextBatch ActionType = "UpdateNextBatch"
 )
 
 // Action is one step of a plan.
