@@ -243,3 +243,55 @@ func TestPreparingDeleteIsRevivedOrReplaced(t *testing.T) {
 		return settled(3)(c) && !slices.Contains(podNames(clonePods(t, c)), original[0])
 	})
 }
+
+// TestPreDeleteHoldsPodsPickedByARecreateUpdate: under ReCreate, a pod picked
+// for update with a preDelete hook waits in PreparingDelete, NotReady with
+// markPodNotReady, and is neither deleted nor replaced until its operator
+// releases it; maxUnavailable 1 keeps the other pod serving meanwhile.
+func TestPreDeleteHoldsPodsPickedByARecreateUpdate(t *testing.T) {
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "recreate-held", 2)
+	const drain = "example.com/drain"
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{drain: "true"}, MarkPodNotReady: true}}
+	cs.Spec.Template.Labels[drain] = "true"
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "2 pods available", settled(2))
+	original := podNames(clonePods(t, cs))
+
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+	for round := 0; round < 2; round++ {
+		var held *corev1.Pod
+		eventually(t, time.Minute, fmt.Sprintf("round %d: an old pod held in PreparingDelete and NotReady", round), func(context.Context) (bool, string, error) {
+			for _, p := range clonePods(t, cs) {
+				if p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingDelete) && podCondition(&p, corev1.PodReady) == corev1.ConditionFalse {
+					held = &p
+					return true, "", nil
+				}
+			}
+			return false, fmt.Sprint(podNames(clonePods(t, cs))), nil
+		})
+		if !slices.Contains(original, held.Name) || held.Spec.Containers[0].Image != "nginx:1.27" {
+			t.Fatalf("held pod %s on %s is not an original", held.Name, held.Spec.Containers[0].Image)
+		}
+		// Held, it is neither deleted nor replaced: two pods, the other
+		// one serving.
+		waitCloneSet(t, cs, "the held pod counted, the other available", func(c *appsv1alpha1.CloneSet) bool {
+			return c.Status.ObservedGeneration == c.Generation && c.Status.Replicas == 2 && c.Status.AvailableReplicas == 1
+		})
+		if pods := clonePods(t, cs); len(pods) != 2 || !slices.Contains(podNames(pods), held.Name) {
+			t.Fatalf("pods %v while %s is held", podNames(pods), held.Name)
+		}
+		patchPod(t, ns, held.Name, fmt.Sprintf(`{"metadata":{"labels":{%q:"false"}}}`, drain))
+		eventually(t, time.Minute, "the released pod replaced", func(context.Context) (bool, string, error) {
+			names := podNames(clonePods(t, cs))
+			return !slices.Contains(names, held.Name) && len(names) == 2, fmt.Sprint(names), nil
+		})
+	}
+	waitCloneSet(t, cs, "both pods recreated on the new image", settled(2))
+	for _, p := range clonePods(t, cs) {
+		if slices.Contains(original, p.Name) || p.Spec.Containers[0].Image != "nginx:1.28" {
+			t.Errorf("pod %s on %s after the rollout", p.Name, p.Spec.Containers[0].Image)
+		}
+	}
+}
