@@ -116,6 +116,15 @@ func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (A
 		}
 		return deleteOrHold(preDelete, pod, fmt.Sprintf("recreate for update to revision %s: the change cannot be made in place", s.UpdateRevision)), nil
 	}
+	// OpenKruise updates a pod its preNormal hook still holds, and the
+	// pod then leaves Updating for Normal without its handler: serving
+	// before its operator registered it (reference §2.3, edge). We fix
+	// it: such a pod is left alone, by the inPlaceUpdate hook too, until
+	// it is released (recreating it, above, needs no registration).
+	if preNormal := lifecycleHook(cs, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal }); State(pod) == pub.LifecycleStatePreparingNormal &&
+		preNormal != nil && !lifecycle.IsAllHooked(preNormal, pod) {
+		return Action{}, nil
+	}
 	if State(pod) == pub.LifecycleStateUpdated && hook != nil {
 		// A newer revision came while the pod waited in Updated for its
 		// handlers: put them back, so the operator sees a fresh

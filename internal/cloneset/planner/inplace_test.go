@@ -312,3 +312,31 @@ func TestCompletionComparesUntaggedImagesAsLatest(t *testing.T) {
 		t.Error(`"nginx" running as "nginx:latest" with an unchanged imageID is not done`)
 	}
 }
+
+// A pod its preNormal hook still holds is not updated in place, nor moved
+// to PreparingUpdate: it would leave Updating for Normal without its
+// handler (OpenKruise's edge, fixed). Once released it goes Normal first.
+func TestHeldPreparingNormalPodIsNotUpdatedInPlace(t *testing.T) {
+	cs := cloneSet(1, "", "1", "")
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	const registered = "example.com/registered"
+	cs.Spec.Lifecycle = &pub.Lifecycle{
+		PreNormal:     &pub.LifecycleHook{LabelsHandler: map[string]string{registered: "true"}},
+		InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{"example.com/other": "true"}},
+	}
+	held := readyPod("a", oldRev, inState(pub.LifecycleStatePreparingNormal), func(p *corev1.Pod) { p.Labels["example.com/other"] = "true" })
+	s := snapshot(cs, held)
+	s.Templates = map[string]*corev1.PodTemplateSpec{oldRev: template("nginx:1"), newRev: template("nginx:2")}
+	p, err := Compute(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Actions) != 0 {
+		t.Fatalf("acted on a pod its preNormal hook holds: %s to %s", p.Actions[0].Type, p.Actions[0].State)
+	}
+	held.Labels[registered] = "true"
+	p, _ = Compute(s)
+	if len(p.Actions) != 1 || p.Actions[0].Type != SetState || p.Actions[0].State != pub.LifecycleStateNormal {
+		t.Fatalf("released: %+v", p.Actions)
+	}
+}
