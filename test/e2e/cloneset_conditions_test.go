@@ -295,3 +295,38 @@ func TestPreDeleteHoldsPodsPickedByARecreateUpdate(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkPodNotReadyOnAPodWithoutTheGate: markPodNotReady turned on after
+// a pod was created cannot make that pod NotReady (readiness gates are
+// fixed at creation); the CloneSet says so when the hook holds the pod.
+func TestMarkPodNotReadyOnAPodWithoutTheGate(t *testing.T) {
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "late-mark", 1)
+	const drain = "example.com/drain"
+	cs.Spec.Template.Labels[drain] = "true"
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "1 pod available", settled(1))
+	pod := clonePods(t, cs)[0]
+
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) {
+		c.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{drain: "true"}, MarkPodNotReady: true}}
+		c.Spec.Replicas = ptr.To[int32](0)
+	})
+	waitPod(t, ns, pod.Name, "held in PreparingDelete", func(p *corev1.Pod) bool {
+		return p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingDelete)
+	})
+	eventually(t, time.Minute, "a MarkPodNotReadyUnavailable warning", func(ctx context.Context) (bool, string, error) {
+		events, err := client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, e := range events.Items {
+			if e.Reason == "MarkPodNotReadyUnavailable" && e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, pod.Name) {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(events.Items)), nil
+	})
+	patchPod(t, ns, pod.Name, fmt.Sprintf(`{"metadata":{"labels":{%q:"false"}}}`, drain))
+	waitCloneSet(t, cs, "scaled to 0", settled(0))
+}

@@ -512,6 +512,15 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 		}
 		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "LifecycleStateChanged", "SetState",
 			"pod %s: %s → %s (%s)", a.Pod.Name, stateOrNone(a.Pod), a.State, a.Reason)
+		if a.NotReadyKey != "" && !hasGate(pod, pub.KruisePodReadyConditionType) {
+			// Readiness gates are fixed at creation: a pod made before
+			// markPodNotReady was set cannot be made NotReady. Say so
+			// where the hook holds it, rather than leave it serving
+			// silently.
+			r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, "MarkPodNotReadyUnavailable", "SetState",
+				"pod %s stays Ready in %s: it has no %s readiness gate (created before markPodNotReady was set); recreate it to get one",
+				a.Pod.Name, a.State, pub.KruisePodReadyConditionType)
+		}
 		if since := planner.StateSince(a.Pod); !since.IsZero() && planner.State(a.Pod) != "" {
 			stateDuration.WithLabelValues(string(planner.State(a.Pod))).Observe(now.Sub(since).Seconds())
 		}
