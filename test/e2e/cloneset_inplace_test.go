@@ -24,12 +24,7 @@ import (
 // keeps each pod (UID, name, IP, node), restarts its container with the new
 // image, and holds the pod NotReady through InPlaceUpdateReady meanwhile.
 func TestCloneSetUpdatesImagesInPlace(t *testing.T) {
-	ns := newNamespace(t)
-	cs := newCloneSet(ns, "inplace", 3)
-	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
-	createCloneSet(t, cs)
-	waitCloneSet(t, cs, "3 pods available", settled(3))
+	_, cs := newInPlaceCloneSet(t, "inplace", 3, 1)
 	before := map[string]corev1.Pod{}
 	for _, p := range clonePods(t, cs) {
 		if podCondition(&p, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
@@ -190,6 +185,19 @@ func TestNewerRevisionRehooksAnUpdatedPod(t *testing.T) {
 	waitPod(t, ns, pod.Name, "Normal on 1.29", inState(pub.LifecycleStateNormal, "nginx:1.29"))
 }
 
+// newInPlaceCloneSet creates an InPlaceIfPossible CloneSet and waits until
+// its pods are available.
+func newInPlaceCloneSet(t *testing.T, name string, replicas, maxUnavailable int32) (string, *appsv1alpha1.CloneSet) {
+	t.Helper()
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, name, replicas)
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(maxUnavailable))
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, fmt.Sprintf("%d pods available", replicas), settled(replicas))
+	return ns, cs
+}
+
 // blocker is the inPlaceUpdate hook label of seed 001.
 const blocker = "example.com/unready-blocker-inplace"
 
@@ -215,12 +223,7 @@ func newHookedInPlaceCloneSet(t *testing.T, name string, markPodNotReady bool) (
 // out of service than maxUnavailable, every pod is updated in place (same
 // UID) through Updating, and all end Normal and Ready.
 func TestInPlaceRolloutAcrossControllerRestarts(t *testing.T) {
-	ns := newNamespace(t)
-	cs := newCloneSet(ns, "inplace-restart", 20)
-	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
-	createCloneSet(t, cs)
-	waitCloneSet(t, cs, "20 pods available", settled(20))
+	ns, cs := newInPlaceCloneSet(t, "inplace-restart", 20, 2)
 	before := map[string]types.UID{}
 	for _, p := range clonePods(t, cs) {
 		before[p.Name] = p.UID

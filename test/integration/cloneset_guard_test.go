@@ -8,16 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	clonesetcontroller "github.com/lifeline-k8s/lifeline/internal/cloneset/controller"
-	"github.com/lifeline-k8s/lifeline/internal/manager"
 )
 
 // labelHidingCache shows pods without one label while hiding is set, as a
@@ -48,27 +43,10 @@ func (c labelHidingCache) List(ctx context.Context, list client.ObjectList, opts
 // the cache shows the label, the pod waits in PreparingUpdate as the hook
 // says.
 func TestPodWritesAreRefusedWhenTheirDecisionIsStale(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     manager.Scheme(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx := context.Background()
 	const hold = "example.com/hold"
 	hiding := &atomic.Bool{}
-	r := &clonesetcontroller.Reconciler{
-		Client:    labelHidingCache{Client: mgr.GetClient(), label: hold, hiding: hiding},
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("cloneset-controller"),
-	}
-	if err := r.SetupWithManager(ctx, mgr); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = mgr.Start(ctx) }()
+	runCloneSetController(t, func(c client.Client) client.Client { return labelHidingCache{Client: c, label: hold, hiding: hiding} })
 
 	ns := newNamespace(t)
 	cs := &appsv1alpha1.CloneSet{}

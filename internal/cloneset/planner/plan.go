@@ -90,7 +90,7 @@ type Action struct {
 	// ReadyKey, on SetState, first lifts the NotReady reason NotReadyKey
 	// once set with this key; the pod is Ready again if none is left.
 	ReadyKey string
-	// Change is what UpdateInPlace changes.
+	// Change is what UpdateInPlace, or UpdateNextBatch, changes.
 	Change *InPlaceChange
 	// Conditions are, on InitPodReady, the readiness-gate conditions to
 	// set True.
