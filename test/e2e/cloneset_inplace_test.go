@@ -34,14 +34,7 @@ func TestCloneSetUpdatesImagesInPlace(t *testing.T) {
 	}
 
 	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
-	minAvailable := int32(3)
-	waitCloneSet(t, cs, "every pod updated in place", func(c *appsv1alpha1.CloneSet) bool {
-		if c.Status.ObservedGeneration == c.Generation {
-			minAvailable = min(minAvailable, c.Status.AvailableReplicas)
-		}
-		return settled(3)(c)
-	})
-	if minAvailable < 2 {
+	if minAvailable := waitSettledWatchingAvailability(t, cs, "every pod updated in place", 3); minAvailable < 2 {
 		t.Errorf("availability fell to %d of 3 with maxUnavailable 1", minAvailable)
 	}
 	for _, p := range clonePods(t, cs) {

@@ -80,6 +80,21 @@ func settled(replicas int32) func(*appsv1alpha1.CloneSet) bool {
 	}
 }
 
+// waitSettledWatchingAvailability waits until the CloneSet is settled at
+// replicas and returns the fewest available pods its current status showed
+// meanwhile.
+func waitSettledWatchingAvailability(t *testing.T, cs *appsv1alpha1.CloneSet, what string, replicas int32) int32 {
+	t.Helper()
+	minAvailable := replicas
+	waitCloneSet(t, cs, what, func(c *appsv1alpha1.CloneSet) bool {
+		if c.Status.ObservedGeneration == c.Generation {
+			minAvailable = min(minAvailable, c.Status.AvailableReplicas)
+		}
+		return settled(replicas)(c)
+	})
+	return minAvailable
+}
+
 func clonePods(t *testing.T, cs *appsv1alpha1.CloneSet) []corev1.Pod {
 	t.Helper()
 	list := &corev1.PodList{}
@@ -162,14 +177,7 @@ func TestCloneSetRecreateUpdateRespectsMaxUnavailableAndPartition(t *testing.T) 
 	}
 
 	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.UpdateStrategy.Partition = nil })
-	minAvailable := int32(4)
-	waitCloneSet(t, cs, "all pods updated", func(c *appsv1alpha1.CloneSet) bool {
-		if c.Status.ObservedGeneration == c.Generation {
-			minAvailable = min(minAvailable, c.Status.AvailableReplicas)
-		}
-		return settled(4)(c)
-	})
-	if minAvailable < 3 {
+	if minAvailable := waitSettledWatchingAvailability(t, cs, "all pods updated", 4); minAvailable < 3 {
 		t.Errorf("availability fell to %d of 4 with maxUnavailable 1", minAvailable)
 	}
 	for _, p := range clonePods(t, cs) {
