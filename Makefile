@@ -24,7 +24,8 @@ generate: ## Regenerate deepcopy functions, CRDs and RBAC from the API markers.
 	  $$CONTROLLER_GEN object paths=./api/... && \
 	  $$CONTROLLER_GEN crd rbac:roleName=lifeline-manager webhook paths=./... \
 	    output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
-	    output:webhook:artifacts:config=config/webhook
+	    output:webhook:artifacts:config=config/webhook && \
+	  $(GO) run ./hack/webhookselectors
 
 .PHONY: verify-generated
 verify-generated: ## Fail when committed generated files differ from fresh ones.

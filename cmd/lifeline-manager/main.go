@@ -72,6 +72,8 @@ func run() error {
 		"How long a pod may wait on a lifecycle hook before a LifecycleHookWaiting Warning event on its CloneSet says so; 0 turns it off.")
 	flag.BoolVar(&o.controllers.CloneSetExcludePreparingDelete, "cloneset-scaling-exclude-preparing-delete", false,
 		"Leave PreparingDelete pods out of every CloneSet's replica count, so scaling up creates new pods instead of reviving them.")
+	flag.BoolVar(&o.controllers.CloneSetCreatePodsNormal, "cloneset-create-pods-normal", false,
+		"Create CloneSet pods without a preNormal hook in Normal, as OpenKruise up to v1.8, instead of PreparingNormal until they are scheduled (v1.9).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

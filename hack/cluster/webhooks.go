@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -25,8 +26,9 @@ type WebhookNames struct {
 // (config/webhook/manifests.yaml) for a webhook server outside the cluster:
 // each webhook calls https://<host>:<port><path> instead of a Service, and
 // the caBundle is left for the manager's certificate rotation to fill in.
-// It returns a function that removes them again.
-func InstallWebhooks(ctx context.Context, cfg *rest.Config, manifests, host string, port int, names WebhookNames) (func(context.Context) error, error) {
+// Only the webhooks named in only are kept, when any are named. It returns
+// a function that removes them again.
+func InstallWebhooks(ctx context.Context, cfg *rest.Config, manifests, host string, port int, names WebhookNames, only ...string) (func(context.Context) error, error) {
 	data, err := os.ReadFile(manifests)
 	if err != nil {
 		return nil, err
@@ -42,6 +44,7 @@ func InstallWebhooks(ctx context.Context, cfg *rest.Config, manifests, host stri
 		}
 		cc.URL, cc.Service = &u, nil
 	}
+	kept := func(name string) bool { return len(only) == 0 || slices.Contains(only, name) }
 	var objs []client.Object
 	for _, doc := range strings.Split(string(data), "\n---") {
 		var meta metav1.TypeMeta
@@ -55,20 +58,26 @@ func InstallWebhooks(ctx context.Context, cfg *rest.Config, manifests, host stri
 				return nil, err
 			}
 			m.Name = names.Mutating
+			m.Webhooks = slices.DeleteFunc(m.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return !kept(w.Name) })
 			for i := range m.Webhooks {
 				url(&m.Webhooks[i].ClientConfig)
 			}
-			objs = append(objs, m)
+			if len(m.Webhooks) > 0 {
+				objs = append(objs, m)
+			}
 		case "ValidatingWebhookConfiguration":
 			v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 			if err := yaml.UnmarshalStrict([]byte(doc), v); err != nil {
 				return nil, err
 			}
 			v.Name = names.Validating
+			v.Webhooks = slices.DeleteFunc(v.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool { return !kept(w.Name) })
 			for i := range v.Webhooks {
 				url(&v.Webhooks[i].ClientConfig)
 			}
-			objs = append(objs, v)
+			if len(v.Webhooks) > 0 {
+				objs = append(objs, v)
+			}
 		}
 	}
 	remove := func(ctx context.Context) error {

@@ -27,6 +27,7 @@ type Options struct {
 	ExpectationTimeout             time.Duration
 	CloneSetExcludePreparingDelete bool
 	HookWaitWarning                time.Duration
+	CloneSetCreatePodsNormal       bool
 }
 
 // Scheme holds every type Lifeline reads or writes.
@@ -49,6 +50,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			ExpectationTimeout:     o.ExpectationTimeout,
 			ExcludePreparingDelete: o.CloneSetExcludePreparingDelete,
 			HookWaitWarning:        o.HookWaitWarning,
+			CreatePodsNormal:       o.CloneSetCreatePodsNormal,
 		},
 	}
 	return cs.SetupWithManager(ctx, mgr)
@@ -59,7 +61,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 // starts.
 func SetupWebhooks(mgr ctrl.Manager) {
 	server := mgr.GetWebhookServer()
-	clonesetwebhook.Register(server, admission.NewDecoder(mgr.GetScheme()), mgr.GetClient())
+	clonesetwebhook.Register(server, admission.NewDecoder(mgr.GetScheme()), mgr.GetClient(), mgr.GetAPIReader())
 }
 
 // WebhooksReadyCheck is a readiness check that fails until ready is closed

@@ -9,6 +9,11 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,15 +23,30 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/internal/manager"
+	"github.com/lifeline-k8s/lifeline/internal/webhookcerts"
 )
 
 var (
 	k8s        ctrlclient.Client
 	managerMu  sync.Mutex
 	stopLatest func()
+	// webhookPort and webhookCertDir are where the in-process manager
+	// serves its webhooks, the same across restarts.
+	webhookPort    int
+	webhookCertDir string
+)
+
+// bindingWebhook is the webhook the e2e cluster calls. The CloneSet
+// webhooks are tested against the API server in test/integration; here
+// the pod binding webhook runs on every bind, as in make dev.
+const (
+	bindingWebhook        = "mpodbinding.lifeline.dev"
+	bindingWebhookConfig  = "lifeline-e2e-mutating"
+	webhookCertSecretName = "lifeline-e2e-webhook-certs"
 )
 
 // installLifeline installs the CRDs and starts the manager in this process,
@@ -53,6 +73,19 @@ func installLifeline(ctx context.Context) error {
 	if k8s, err = ctrlclient.New(testConfig, ctrlclient.Options{Scheme: manager.Scheme()}); err != nil {
 		return err
 	}
+	ports, err := cluster.FreePorts(1)
+	if err != nil {
+		return err
+	}
+	webhookPort, webhookCertDir = ports[0], filepath.Join(local.Dir, "webhook-certs")
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lifeline-system"}}
+	if err := k8s.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if _, err := cluster.InstallWebhooks(ctx, local.Config, filepath.Join(root, "config", "webhook", "manifests.yaml"), "localhost", webhookPort,
+		cluster.WebhookNames{Mutating: bindingWebhookConfig}, bindingWebhook); err != nil {
+		return err
+	}
 	return startManager()
 }
 
@@ -67,7 +100,8 @@ func startManager() error {
 		Scheme:  manager.Scheme(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// The same controllers register again after each restart.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller:    config.Controller{SkipNameValidation: ptr.To(true)},
+		WebhookServer: webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: webhookPort, CertDir: webhookCertDir}),
 	})
 	if err != nil {
 		return err
@@ -75,6 +109,14 @@ func startManager() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	// A short hook-wait warning, so tests can see it.
 	if err := manager.Setup(ctx, mgr, manager.Options{HookWaitWarning: 2 * time.Second}); err != nil {
+		cancel()
+		return err
+	}
+	certsReady, err := webhookcerts.Manage(mgr, webhookcerts.Options{
+		Secret:  types.NamespacedName{Namespace: "lifeline-system", Name: webhookCertSecretName},
+		DNSName: "localhost", CertDir: webhookCertDir, MutatingConfiguration: bindingWebhookConfig,
+	})
+	if err != nil {
 		cancel()
 		return err
 	}
@@ -88,6 +130,19 @@ func startManager() error {
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		cancel()
 		return fmt.Errorf("manager cache never synced")
+	}
+	select {
+	case <-certsReady:
+		manager.SetupWebhooks(mgr)
+	case <-time.After(time.Minute):
+		cancel()
+		return fmt.Errorf("webhook certificate never ready")
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return mgr.GetWebhookServer().StartedChecker()(nil) == nil, nil
+	}); err != nil {
+		cancel()
+		return fmt.Errorf("webhook server never started: %w", err)
 	}
 	stopLatest = func() {
 		cancel()

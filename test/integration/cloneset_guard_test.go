@@ -59,12 +59,18 @@ func TestPodWritesAreRefusedWhenTheirDecisionIsStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pod corev1.Pod
-	poll(t, "the pod with its InPlaceUpdateReady condition True", func(ctx context.Context) bool {
+	poll(t, "the pod scheduled, with its InPlaceUpdateReady condition True", func(ctx context.Context) bool {
 		var pods corev1.PodList
 		if err := k8s.List(ctx, &pods, client.InNamespace(ns)); err != nil || len(pods.Items) != 1 {
 			return false
 		}
 		pod = pods.Items[0]
+		if pod.Spec.NodeName == "" {
+			// No scheduler here: bind it as one would. The condition
+			// is set in the write that makes the pod Normal.
+			bindPod(t, &pod, "node-a")
+			return false
+		}
 		return conditionStatus(&pod, pub.InPlaceUpdateReady) == corev1.ConditionTrue
 	})
 	oldImage := pod.Spec.Containers[0].Image
@@ -135,4 +141,13 @@ func staleWrites(t *testing.T, ns string) float64 {
 		}
 	}
 	return total
+}
+
+// bindPod binds pod to node through pods/binding, as kube-scheduler does.
+func bindPod(t *testing.T, pod *corev1.Pod, node string) {
+	t.Helper()
+	binding := &corev1.Binding{Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+	if err := k8s.SubResource("binding").Create(context.Background(), pod, binding); err != nil {
+		t.Fatal(err)
+	}
 }

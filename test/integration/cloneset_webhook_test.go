@@ -183,6 +183,7 @@ func TestCloneSetWebhooks(t *testing.T) {
 	withWebhooks(t)
 	t.Run("defaults", testCloneSetDefaults)
 	t.Run("validation", testCloneSetValidation)
+	t.Run("every error at once", testCloneSetErrorsAllAtOnce)
 	t.Run("update rules", testCloneSetUpdateRules)
 	t.Run("certificate in secret and caBundle", func(t *testing.T) {
 		// withWebhooks already proved the API server trusts the
@@ -304,6 +305,15 @@ func testCloneSetValidation(t *testing.T) {
 		{"no budget at all", `{"spec":{"replicas":3,"updateStrategy":{"maxUnavailable":0,"maxSurge":0}}}`, "spec.updateStrategy.maxUnavailable", "maxUnavailable and maxSurge should not both be less than 1"},
 		{"negative progressDeadlineSeconds", `{"spec":{"progressDeadlineSeconds":-1}}`, "spec.progressDeadlineSeconds", "must be greater than or equal to 0"},
 		{"deadline within minReadySeconds", `{"spec":{"minReadySeconds":30,"progressDeadlineSeconds":30}}`, "spec.progressDeadlineSeconds", "must be greater than minReadySeconds"},
+		// A hook handler no pod could carry would hold pods forever.
+		{"invalid labelsHandler key", `{"spec":{"lifecycle":{"preDelete":{"labelsHandler":{"bad key!":"true"}}}}}`,
+			"spec.lifecycle.preDelete.labelsHandler", "name part must consist of alphanumeric characters"},
+		{"invalid labelsHandler value", `{"spec":{"lifecycle":{"preNormal":{"labelsHandler":{"example.com/online":"not ok"}}}}}`,
+			"spec.lifecycle.preNormal.labelsHandler", "a valid label must be an empty string or consist of alphanumeric characters"},
+		{"finalizer without a domain", `{"spec":{"lifecycle":{"inPlaceUpdate":{"finalizersHandler":["drain"]}}}}`,
+			"spec.lifecycle.inPlaceUpdate.finalizersHandler[0]", "name is neither a standard finalizer name nor is it fully qualified"},
+		{"finalizer not a qualified name", `{"spec":{"lifecycle":{"preDelete":{"finalizersHandler":["example.com/ok","example.com/no way"]}}}}`,
+			"spec.lifecycle.preDelete.finalizersHandler[1]", "name part must consist of alphanumeric characters"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := minimalCloneSet("bad")
@@ -314,6 +324,28 @@ func testCloneSetValidation(t *testing.T) {
 			}
 			requireInvalid(t, k8s.Create(context.Background(), merged), tc.field, tc.message)
 		})
+	}
+}
+
+// testCloneSetErrorsAllAtOnce: a CloneSet wrong in several places is
+// refused with a cause for each, so a user fixes them in one go.
+func testCloneSetErrorsAllAtOnce(t *testing.T) {
+	ns := newNamespace(t)
+	obj := minimalCloneSet("bad")
+	obj.SetNamespace(ns)
+	merged, err := mergePatch(obj, `{"spec":{"template":{"spec":{"restartPolicy":"Never"}},"updateStrategy":{"partition":"half"},`+
+		`"lifecycle":{"preDelete":{"labelsHandler":{"bad key!":"true"},"finalizersHandler":["drain"]}}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = k8s.Create(context.Background(), merged)
+	for _, want := range []struct{ field, message string }{
+		{"spec.template.spec.restartPolicy", "Unsupported value"},
+		{"spec.updateStrategy.partition", "failed GetScaledValueFromIntOrPercent"},
+		{"spec.lifecycle.preDelete.labelsHandler", "name part must consist"},
+		{"spec.lifecycle.preDelete.finalizersHandler[0]", "neither a standard finalizer name"},
+	} {
+		requireInvalid(t, err, want.field, want.message)
 	}
 }
 

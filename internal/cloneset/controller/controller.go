@@ -52,6 +52,9 @@ type Options struct {
 	// HookWaitWarning is how long a pod may wait on a lifecycle hook
 	// before a Warning event on its CloneSet says so; 0 turns it off.
 	HookWaitWarning time.Duration
+	// CreatePodsNormal creates pods without a preNormal hook in Normal, as
+	// OpenKruise up to v1.8, instead of PreparingNormal until scheduled.
+	CreatePodsNormal bool
 }
 
 // Reconciler reconciles CloneSets.
@@ -189,6 +192,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		CloneSet: cs, Pods: active, PVCs: pvcs, NodeLabels: nodeLabels, Templates: templates,
 		UpdateRevision: revs.update.Name, CurrentRevision: revs.current.Name,
 		ExcludePreparingDelete: r.Options.ExcludePreparingDelete || cs.Labels[appsv1alpha1.CloneSetScalingExcludePreparingDeleteKey] == "true",
+		CreateNormal:           r.Options.CreatePodsNormal,
 		NewInstanceID:          randomID, Now: now,
 	}
 	status := cs.Status.DeepCopy()
@@ -490,6 +494,9 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 	case planner.SetState:
 		pod := a.Pod
 		p := newPodPatch(pod, true)
+		for _, t := range a.Conditions {
+			p.setCondition(corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
+		}
 		if a.InPlaceReady && hasGate(pod, pub.InPlaceUpdateReady) {
 			p.setCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
 		}

@@ -97,11 +97,11 @@ type podCounts struct {
 	toDeleteUnavailable int
 }
 
-func countPods(pods []*corev1.Pod, updateRevision string, podsToDelete map[string]bool, minReadySeconds int32, now time.Time) podCounts {
+func countPods(pods []*corev1.Pod, updateRevision string, view DiffView, podsToDelete map[string]bool, minReadySeconds int32, now time.Time) podCounts {
 	var c podCounts
 	c.total = len(pods)
 	for _, pod := range pods {
-		updated := IsUpdated(pod, updateRevision)
+		updated := IsUpdated(pod, updateRevision) || (view == ScalingView && State(pod) == pub.LifecycleStatePreparingUpdate)
 		if !updated {
 			c.old++
 		}
@@ -134,13 +134,31 @@ func countPods(pods []*corev1.Pod, updateRevision string, podsToDelete map[strin
 	return c
 }
 
+// DiffView says which pods CalculateDiffs counts as updated.
+type DiffView int
+
+const (
+	// UpdatingView counts the pods at the update revision: how many more
+	// to update.
+	UpdatingView DiffView = iota
+	// ScalingView also counts pods waiting in PreparingUpdate, which are
+	// on their way to the update revision: at which revision to create
+	// and from which to delete. Without it, a pod rebuilt while another
+	// waits on its inPlaceUpdate hook is created at the update revision,
+	// and once the hook is released the two together exceed what
+	// partition allows. OpenKruise behaves so only behind its alpha gate
+	// PreparingUpdateAsUpdate (off by default, on in its own e2e); we
+	// always do.
+	ScalingView
+)
+
 // CalculateDiffs compares the active pods with the spec. Pods in
 // PreparingDelete count towards replicas unless excludePreparingDelete.
 // Updated pods never move back to the current revision: we keep OpenKruise's
 // default (its CloneSetPartitionRollback gate is off by default).
-func CalculateDiffs(b Budgets, pods []*corev1.Pod, updateRevision string, podsToDelete map[string]bool,
+func CalculateDiffs(b Budgets, pods []*corev1.Pod, updateRevision string, view DiffView, podsToDelete map[string]bool,
 	minReadySeconds int32, excludePreparingDelete bool, now time.Time) Diffs {
-	c := countPods(pods, updateRevision, podsToDelete, minReadySeconds, now)
+	c := countPods(pods, updateRevision, view, podsToDelete, minReadySeconds, now)
 	var d Diffs
 
 	updateOldDiff := max(c.activeOld-b.Partition, 0)

@@ -89,7 +89,8 @@ func names(actions []Action) []string {
 		switch a.Type {
 		case CreatePod:
 			out = append(out, fmt.Sprintf("create %s@%s", a.InstanceID, a.Revision))
-			if a.State != pub.LifecycleStateNormal {
+			// PreparingNormal, where every pod starts (v1.9), goes unsaid.
+			if a.State != pub.LifecycleStatePreparingNormal {
 				out[len(out)-1] += " " + string(a.State)
 			}
 		case SetState:

@@ -36,6 +36,10 @@ type Snapshot struct {
 	// NodeLabels maps the pods' nodes to their labels, for the template's
 	// topology spread constraints; nil when it has none.
 	NodeLabels map[string]map[string]string
+	// CreateNormal creates pods that have no preNormal hook in Normal, as
+	// OpenKruise up to v1.8 did. By default they start in PreparingNormal
+	// and become Normal once scheduled, as in v1.9.
+	CreateNormal bool
 	// NewInstanceID returns a random instance id; the planner rerolls ids
 	// that are taken.
 	NewInstanceID func() string
@@ -92,8 +96,9 @@ type Action struct {
 	ReadyKey string
 	// Change is what UpdateInPlace, or UpdateNextBatch, changes.
 	Change *InPlaceChange
-	// Conditions are, on InitPodReady, the readiness-gate conditions to
-	// set True.
+	// Conditions are, on InitPodReady and SetState, the readiness-gate
+	// conditions to set True (a new pod's, in the write that makes it
+	// Normal).
 	Conditions []corev1.PodConditionType
 	// ReaddHandlers, on SetState, puts this hook's labels and finalizers
 	// back on the pod in the same write.
@@ -120,7 +125,9 @@ type Plan struct {
 	// Phase says where the actions come from; only one phase acts per step.
 	Phase   Phase
 	Actions []Action
-	Diffs   Diffs
+	// Diffs are those the phase acted on: the scaling view for the scale
+	// and refresh phases, the updating view for the update phase.
+	Diffs Diffs
 	// ScaleUpLimited is set when scaleStrategy.maxUnavailable held back
 	// creations.
 	ScaleUpLimited bool
@@ -143,7 +150,10 @@ func Compute(s Snapshot) (Plan, error) {
 		podsToDelete[name] = true
 	}
 	minReady := cs.Spec.MinReadySeconds
-	p := Plan{Diffs: CalculateDiffs(b, s.Pods, s.UpdateRevision, podsToDelete, minReady, s.ExcludePreparingDelete, s.Now)}
+	diffs := func(view DiffView) Diffs {
+		return CalculateDiffs(b, s.Pods, s.UpdateRevision, view, podsToDelete, minReady, s.ExcludePreparingDelete, s.Now)
+	}
+	p := Plan{Diffs: diffs(ScalingView)}
 	p.RequeueAfter = nextAvailability(s.Pods, minReady, s.Now)
 	if g := graceWait(s.Pods, s.Now); g > 0 && (p.RequeueAfter == 0 || g < p.RequeueAfter) {
 		p.RequeueAfter = g + time.Second/2 // past the second boundary the timestamps are cut to
@@ -160,7 +170,7 @@ func Compute(s Snapshot) (Plan, error) {
 		p.Phase, p.Actions = PhaseRefresh, withInitPodReady(s, actions)
 		return p, nil
 	}
-	p.Phase = PhaseUpdate
+	p.Phase, p.Diffs = PhaseUpdate, diffs(UpdatingView)
 	p.Actions, err = update(s, p.Diffs)
 	p.Actions = withInitPodReady(s, p.Actions)
 	return p, err
@@ -322,24 +332,32 @@ func withInitPodReady(s Snapshot, actions []Action) []Action {
 	for i := range actions {
 		a := &actions[i]
 		touched[a.Pod] = true
-		// A state change repairs in the same write.
-		if a.Type == SetState && a.State != pub.LifecycleStateUpdating && strandedNotReady(a.Pod) {
+		if a.Type != SetState {
+			continue
+		}
+		// A state change repairs and initialises in the same write.
+		if a.State != pub.LifecycleStateUpdating && strandedNotReady(a.Pod) {
 			a.InPlaceReady = true
 		}
+		for _, t := range missingGateConditions(a.Pod) {
+			// A KruisePodReady reason added or lifted starts from a
+			// missing condition as from a True one.
+			if t != pub.KruisePodReadyConditionType || (a.NotReadyKey == "" && a.ReadyKey == "") {
+				a.Conditions = append(a.Conditions, t)
+			}
+		}
 	}
+	preNormal := lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal })
 	for _, pod := range s.Pods {
 		if touched[pod] {
 			continue
 		}
-		var set []corev1.PodConditionType
+		set := missingGateConditions(pod)
 		reason := "a new pod's readiness gates"
-		for _, g := range pod.Spec.ReadinessGates {
-			if g.ConditionType != pub.KruisePodReadyConditionType && g.ConditionType != pub.InPlaceUpdateReady {
-				continue
-			}
-			if _, found := conditionStatus(pod, g.ConditionType); !found {
-				set = append(set, g.ConditionType)
-			}
+		if len(set) > 0 && preNormal == nil && State(pod) == pub.LifecycleStatePreparingNormal && pod.Spec.NodeName == "" {
+			// It cannot be Ready before it runs, and the write that
+			// makes it Normal once scheduled carries the conditions.
+			set = nil
 		}
 		if strandedNotReady(pod) {
 			set = append(set, pub.InPlaceUpdateReady)
@@ -350,6 +368,21 @@ func withInitPodReady(s Snapshot, actions []Action) []Action {
 		}
 	}
 	return actions
+}
+
+// missingGateConditions are the readiness gates of ours on the pod whose
+// condition it does not have yet: set True once the pod may become Ready.
+func missingGateConditions(pod *corev1.Pod) []corev1.PodConditionType {
+	var missing []corev1.PodConditionType
+	for _, g := range pod.Spec.ReadinessGates {
+		if g.ConditionType != pub.KruisePodReadyConditionType && g.ConditionType != pub.InPlaceUpdateReady {
+			continue
+		}
+		if _, found := conditionStatus(pod, g.ConditionType); !found {
+			missing = append(missing, g.ConditionType)
+		}
+	}
+	return missing
 }
 
 // strandedNotReady reports whether pod's InPlaceUpdateReady condition is
@@ -391,15 +424,13 @@ func creates(s Snapshot, d Diffs) []Action {
 	if s.CloneSet.Spec.ScaleStrategy.DisablePVCReuse {
 		free = nil
 	}
-	// A new pod waits in PreparingNormal only if a preNormal hook is there
-	// to release it. OpenKruise v1.9 also parks hook-less pods there until
-	// they are scheduled, which costs a second write per pod and changes
-	// nothing a user can see but the label: an unscheduled pod is not Ready,
-	// so it is unavailable either way. We create such pods Normal, as
-	// OpenKruise up to v1.8 had them at their first refresh.
-	state := pub.LifecycleStateNormal
-	if lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal }) != nil {
-		state = pub.LifecycleStatePreparingNormal
+	// Every new pod starts in PreparingNormal, as in OpenKruise v1.9: one
+	// without a preNormal hook becomes Normal once it is scheduled, which
+	// the pod binding webhook makes part of the bind itself (see
+	// BindingState), so it costs no write of ours.
+	state := pub.LifecycleStatePreparingNormal
+	if s.CreateNormal && lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal }) == nil {
+		state = pub.LifecycleStateNormal
 	}
 	var actions []Action
 	for i := 0; i < d.ScaleUpLimit; i++ {

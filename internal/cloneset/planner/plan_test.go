@@ -99,7 +99,7 @@ func TestCalculateDiffs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := CalculateDiffs(b, tc.s.Pods, tc.s.UpdateRevision, nil, 0, false, now)
+			got := CalculateDiffs(b, tc.s.Pods, tc.s.UpdateRevision, UpdatingView, nil, 0, false, now)
 			if got != tc.want {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}
@@ -183,14 +183,32 @@ func TestComputeScenarios(t *testing.T) {
 			[]string{"DeletePod web-b"}},
 		{"specified delete", snapshot(cloneSet(2, "", "1", ""), readyPod("a", newRev), readyPod("b", newRev, specifiedDelete)),
 			[]string{"DeletePod web-b"}},
-		{"without a preNormal hook, pods are created Normal", snapshot(cloneSet(1, "", "", "")),
+		{"without a preNormal hook, pods are created PreparingNormal (v1.9)", snapshot(cloneSet(1, "", "", "")),
 			[]string{"create id001@" + newRev}},
+		{"with the v1.8 flag, pods without a preNormal hook are created Normal", func() Snapshot {
+			s := snapshot(cloneSet(1, "", "", ""))
+			s.CreateNormal = true
+			return s
+		}(), []string{"create id001@" + newRev + " Normal"}},
+		{"with the v1.8 flag, a preNormal hook still holds new pods", func() Snapshot {
+			s := preNormal(snapshot(cloneSet(1, "", "", "")))
+			s.CreateNormal = true
+			return s
+		}(), []string{"create id001@" + newRev}},
 		{"with a preNormal hook, pods are created PreparingNormal", preNormal(snapshot(cloneSet(1, "", "", ""))),
-			[]string{"create id001@" + newRev + " PreparingNormal"}},
+			[]string{"create id001@" + newRev}},
+		{"an unscheduled pod stays PreparingNormal", snapshot(cloneSet(1, "", "", ""),
+			readyPod("a", newRev, inState(pub.LifecycleStatePreparingNormal), unscheduled)),
+			nil},
+		{"a pod the bind made Normal needs nothing more", snapshot(cloneSet(1, "", "", ""), readyPod("a", newRev)),
+			nil},
+		{"a preNormal hook holds a scheduled pod until every handler is present", preNormal(snapshot(cloneSet(1, "", "", ""),
+			readyPod("a", newRev, inState(pub.LifecycleStatePreparingNormal)))),
+			nil},
 		{"preNormal releases a pod once every handler is present", preNormal(snapshot(cloneSet(2, "", "", ""),
 			readyPod("a", newRev, inState(pub.LifecycleStatePreparingNormal), online), readyPod("b", newRev, inState(pub.LifecycleStatePreparingNormal)))),
 			[]string{"state web-a=Normal"}},
-		{"pods left PreparingNormal by a removed hook become Normal once scheduled", snapshot(cloneSet(2, "", "", ""),
+		{"pods without a preNormal hook become Normal once scheduled (no binding webhook)", snapshot(cloneSet(2, "", "", ""),
 			readyPod("a", newRev, inState(pub.LifecycleStatePreparingNormal)), readyPod("b", newRev, inState(pub.LifecycleStatePreparingNormal), unscheduled)),
 			[]string{"state web-a=Normal"}},
 		{"recreate update within maxUnavailable", snapshot(cloneSet(4, "", "2", ""),

@@ -7,6 +7,7 @@ import (
 	"math"
 	"regexp"
 	"sort"
+	"strings"
 
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -18,9 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	"k8s.io/kubernetes/pkg/apis/core"
+	corehelper "k8s.io/kubernetes/pkg/apis/core/helper"
 	corev1conversion "k8s.io/kubernetes/pkg/apis/core/v1"
 	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
 
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 )
@@ -107,6 +110,7 @@ func validateSpec(ctx context.Context, pods PodGetter, cs, old *appsv1alpha1.Clo
 	errs = append(errs, validateTemplate(cs, old, path.Child("template"))...)
 	errs = append(errs, validateScaleStrategy(ctx, pods, cs, old, path.Child("scaleStrategy"))...)
 	errs = append(errs, validateUpdateStrategy(spec, int(replicas), path.Child("updateStrategy"))...)
+	errs = append(errs, validateLifecycle(spec.Lifecycle, path.Child("lifecycle"))...)
 	if pds := spec.ProgressDeadlineSeconds; pds != nil {
 		errs = append(errs, corevalidation.ValidateNonnegativeField(int64(*pds), path.Child("progressDeadlineSeconds"))...)
 		if *pds != math.MaxInt32 && *pds <= spec.MinReadySeconds {
@@ -276,4 +280,38 @@ func scatterError(terms appsv1alpha1.UpdateScatterStrategy) string {
 		seen[t] = true
 	}
 	return ""
+}
+
+// validateLifecycle checks the hooks' handlers as the API server would check
+// them on a pod: a label or finalizer the pod could never carry would hold
+// it forever. OpenKruise accepts them; we refuse them with their field path.
+func validateLifecycle(l *pub.Lifecycle, path *field.Path) field.ErrorList {
+	if l == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, h := range []struct {
+		name string
+		hook *pub.LifecycleHook
+	}{{"preDelete", l.PreDelete}, {"inPlaceUpdate", l.InPlaceUpdate}, {"preNormal", l.PreNormal}} {
+		if h.hook == nil {
+			continue
+		}
+		hookPath := path.Child(h.name)
+		errs = append(errs, metav1validation.ValidateLabels(h.hook.LabelsHandler, hookPath.Child("labelsHandler"))...)
+		for i, f := range h.hook.FinalizersHandler {
+			errs = append(errs, validateFinalizerName(f, hookPath.Child("finalizersHandler").Index(i))...)
+		}
+	}
+	return errs
+}
+
+// validateFinalizerName is the API server's rule for a pod's finalizers: a
+// qualified name, with a domain unless it is a standard one.
+func validateFinalizerName(name string, path *field.Path) field.ErrorList {
+	errs := apimachineryvalidation.ValidateFinalizerName(name, path)
+	if !strings.Contains(name, "/") && !corehelper.IsStandardFinalizerName(name) {
+		errs = append(errs, field.Invalid(path, name, "name is neither a standard finalizer name nor is it fully qualified"))
+	}
+	return errs
 }

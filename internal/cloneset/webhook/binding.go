@@ -1,0 +1,133 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
+)
+
+// BindingPath serves the pod binding webhook.
+const BindingPath = "/mutate-pod-binding"
+
+// The binding webhook sits on every bind in the cluster, so it fails open
+// (failurePolicy Ignore, two seconds): a bind it does not answer simply
+// leaves the pod in PreparingNormal, and the CloneSet controller moves it
+// to Normal once it sees the pod scheduled. System namespaces are excluded
+// by the configuration's namespaceSelector (added by hack/webhookselectors,
+// since controller-gen has no marker for it) and again here.
+// +kubebuilder:webhook:path=/mutate-pod-binding,mutating=true,failurePolicy=ignore,timeoutSeconds=2,sideEffects=None,groups="",resources=pods/binding,verbs=create,versions=v1,name=mpodbinding.lifeline.dev,admissionReviewVersions=v1
+
+// SystemNamespaces are never touched by the binding webhook.
+var SystemNamespaces = []string{metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+
+var bindings = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "lifeline_cloneset_binding_state_total",
+	Help: "Binds seen by the pod binding webhook, by result: normal (the bind made a CloneSet pod Normal), skipped (not a CloneSet pod waiting to be scheduled), unknown (the pod or CloneSet could not be read; the controller makes the pod Normal after the bind).",
+}, []string{"result"})
+
+func init() { metrics.Registry.MustRegister(bindings) }
+
+// bindingDefaulter adds the Normal state label to the bind of a CloneSet
+// pod that waits in PreparingNormal only to be scheduled. It reads pods and
+// CloneSets from the manager's cache, and around it only for a pod the
+// cache does not show yet (a bind that follows its creation closely).
+type bindingDefaulter struct {
+	decoder admission.Decoder
+	cache   client.Reader
+	live    client.Reader
+	now     func() time.Time
+}
+
+// get reads from the cache, or from the API server if the cache does not
+// have the object yet.
+func (d *bindingDefaulter) get(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+	err := d.cache.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) && d.live != nil {
+		return d.live.Get(ctx, key, obj)
+	}
+	return err
+}
+
+func (d *bindingDefaulter) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create || req.SubResource != "binding" || isSystemNamespace(req.Namespace) {
+		return admission.Allowed("")
+	}
+	binding := &corev1.Binding{}
+	if err := d.decoder.Decode(req, binding); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	result, mutated := d.decide(ctx, req, binding)
+	bindings.WithLabelValues(result).Inc()
+	if mutated == nil {
+		return admission.Allowed("")
+	}
+	raw, err := json.Marshal(mutated)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
+
+// decide returns the result for the metric and the binding to send, or nil
+// to leave the bind as it is.
+func (d *bindingDefaulter) decide(ctx context.Context, req admission.Request, binding *corev1.Binding) (string, *corev1.Binding) {
+	pod := &corev1.Pod{}
+	if err := d.get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, pod); err != nil {
+		return "unknown", nil
+	}
+	if (binding.UID != "" && binding.UID != pod.UID) || (binding.ResourceVersion != "" && binding.ResourceVersion != pod.ResourceVersion) {
+		return "unknown", nil // the cache shows another pod, or an older one
+	}
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "CloneSet" || ref.APIVersion != appsv1alpha1.GroupVersion.String() {
+		return "skipped", nil
+	}
+	cs := &appsv1alpha1.CloneSet{}
+	if err := d.get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: ref.Name}, cs); err != nil {
+		return "unknown", nil
+	}
+	state, ok := planner.BindingState(cs, pod)
+	if !ok {
+		return "skipped", nil
+	}
+	mutated := binding.DeepCopy()
+	if mutated.Labels == nil {
+		mutated.Labels = map[string]string{}
+	}
+	if mutated.Annotations == nil {
+		mutated.Annotations = map[string]string{}
+	}
+	mutated.Labels[pub.LifecycleStateKey] = string(state)
+	mutated.Annotations[pub.LifecycleTimestampKey] = d.now().Format(time.RFC3339)
+	// The bind applies only to the pod as the cache showed it: a state
+	// the controller wrote since (PreparingDelete, Updating) makes the
+	// bind fail with a conflict, and the scheduler tries again, rather
+	// than the label overwrite it.
+	mutated.ResourceVersion = pod.ResourceVersion
+	log.FromContext(ctx).V(1).Info("bind makes pod Normal", "pod", req.Name, "cloneset", cs.Name)
+	return "normal", mutated
+}
+
+func isSystemNamespace(ns string) bool {
+	for _, s := range SystemNamespaces {
+		if ns == s {
+			return true
+		}
+	}
+	return false
+}

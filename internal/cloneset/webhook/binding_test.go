@@ -1,0 +1,83 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+)
+
+func TestBindingWebhook(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = appsv1alpha1.AddToScheme(scheme)
+	cs := &appsv1alpha1.CloneSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "cs-uid"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-a", UID: "pod-uid",
+		Labels:          map[string]string{pub.LifecycleStateKey: string(pub.LifecycleStatePreparingNormal)},
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cs, appsv1alpha1.GroupVersion.WithKind("CloneSet"))}}}
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	handler := func(objs ...client.Object) *bindingDefaulter {
+		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+		return &bindingDefaulter{decoder: admission.NewDecoder(scheme), cache: c, now: func() time.Time { return now }}
+	}
+	request := func(ns string, b *corev1.Binding) admission.Request {
+		raw, _ := json.Marshal(b)
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Create, SubResource: "binding", Namespace: ns, Name: "web-a", Object: runtime.RawExtension{Raw: raw}}}
+	}
+	binding := &corev1.Binding{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Binding"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-a", UID: "pod-uid"}, Target: corev1.ObjectReference{Kind: "Node", Name: "n"}}
+
+	h := handler(cs.DeepCopy(), pod.DeepCopy())
+	stored := &corev1.Pod{}
+	_ = h.cache.Get(context.Background(), client.ObjectKeyFromObject(pod), stored)
+	resp := h.Handle(context.Background(), request("ns", binding))
+	if !resp.Allowed || len(resp.Patches) == 0 {
+		t.Fatalf("want an allowed, patched bind: %+v", resp)
+	}
+	ops := map[string]any{}
+	for _, p := range resp.Patches {
+		ops[p.Path] = p.Value
+	}
+	want := map[string]any{
+		"/metadata/labels":          map[string]any{pub.LifecycleStateKey: "Normal"},
+		"/metadata/annotations":     map[string]any{pub.LifecycleTimestampKey: now.Format(time.RFC3339)},
+		"/metadata/resourceVersion": stored.ResourceVersion,
+	}
+	for path, v := range want {
+		got, _ := json.Marshal(ops[path])
+		exp, _ := json.Marshal(v)
+		if string(got) != string(exp) {
+			t.Errorf("patch at %s = %s, want %s (all: %+v)", path, got, exp, resp.Patches)
+		}
+	}
+
+	withHook := cs.DeepCopy()
+	withHook.Spec.Lifecycle = &pub.Lifecycle{PreNormal: &pub.LifecycleHook{LabelsHandler: map[string]string{"online": "true"}}}
+	for name, tc := range map[string]struct {
+		h  *bindingDefaulter
+		ns string
+		b  *corev1.Binding
+	}{
+		"a preNormal hook holds the pod": {handler(withHook, pod.DeepCopy()), "ns", binding},
+		"the pod is unknown":             {handler(cs.DeepCopy()), "ns", binding},
+		"another pod of that name":       {handler(cs.DeepCopy(), pod.DeepCopy()), "ns", func() *corev1.Binding { b := binding.DeepCopy(); b.UID = "other"; return b }()},
+		"a system namespace":             {handler(), "kube-system", binding},
+	} {
+		if resp := tc.h.Handle(context.Background(), request(tc.ns, tc.b)); !resp.Allowed || len(resp.Patches) != 0 {
+			t.Errorf("%s: %+v, want allowed unchanged", name, resp)
+		}
+	}
+}
