@@ -8,11 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"sort"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	hashutil "k8s.io/kubernetes/pkg/util/hash"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 )
@@ -35,16 +38,33 @@ func Data(cs *appsv1alpha1.CloneSet) ([]byte, error) {
 	if err := json.Unmarshal(raw, &template); err != nil {
 		return nil, err
 	}
-	metadata, _ := template["metadata"].(map[string]any)
+	withNullCreationTimestamp(template)
+	// The one ObjectMeta nested in a pod spec: an ephemeral volume's
+	// claim template.
+	spec, _ := template["spec"].(map[string]any)
+	volumes, _ := spec["volumes"].([]any)
+	for _, v := range volumes {
+		volume, _ := v.(map[string]any)
+		ephemeral, _ := volume["ephemeral"].(map[string]any)
+		if claim, ok := ephemeral["volumeClaimTemplate"].(map[string]any); ok {
+			withNullCreationTimestamp(claim)
+		}
+	}
+	template["$patch"] = "replace"
+	return json.Marshal(map[string]any{"spec": map[string]any{"template": template}})
+}
+
+// withNullCreationTimestamp gives obj's metadata the "creationTimestamp":null
+// that k8s.io/apimachinery before v0.33 always encoded.
+func withNullCreationTimestamp(obj map[string]any) {
+	metadata, _ := obj["metadata"].(map[string]any)
 	if metadata == nil {
 		metadata = map[string]any{}
-		template["metadata"] = metadata
+		obj["metadata"] = metadata
 	}
 	if _, ok := metadata["creationTimestamp"]; !ok {
 		metadata["creationTimestamp"] = nil
 	}
-	template["$patch"] = "replace"
-	return json.Marshal(map[string]any{"spec": map[string]any{"template": template}})
 }
 
 // Hash is the hash Kubernetes' controller history gives revision data: FNV-1
@@ -86,9 +106,50 @@ func Matches(labelValue, revisionName string) bool {
 	return labelValue != "" && ShortHash(labelValue) == ShortHash(revisionName)
 }
 
+// HashLabel is the label Kubernetes' controller history, and so OpenKruise,
+// puts a revision's hash under.
+const HashLabel = "controller.kubernetes.io/hash"
+
+// ClaimTemplatesHash is OpenKruise's hash of a CloneSet's
+// volumeClaimTemplates, kept in a revision's
+// kruise.io/cloneset-volumeclaimtemplate-hash annotation: "" without
+// templates, else the decimal FNV-1a 32 of Kubernetes' DeepHashObject over
+// the JSON of the templates' names and specs, sorted by name. The JSON is
+// encoded as apimachinery before v0.33 encoded it, with
+// "creationTimestamp":null, so the hash is OpenKruise's.
+func ClaimTemplatesHash(templates []corev1.PersistentVolumeClaim) string {
+	if len(templates) == 0 {
+		return ""
+	}
+	type claimMeta struct {
+		Name              string `json:"name,omitempty"`
+		CreationTimestamp *int   `json:"creationTimestamp"`
+	}
+	type claim struct {
+		Metadata claimMeta                          `json:"metadata"`
+		Spec     corev1.PersistentVolumeClaimSpec   `json:"spec"`
+		Status   corev1.PersistentVolumeClaimStatus `json:"status"`
+	}
+	claims := make([]claim, 0, len(templates))
+	for _, t := range templates {
+		claims = append(claims, claim{Metadata: claimMeta{Name: t.Name}, Spec: t.Spec})
+	}
+	sort.SliceStable(claims, func(i, j int) bool { return claims[i].Metadata.Name < claims[j].Metadata.Name })
+	data, err := json.Marshal(claims)
+	if err != nil {
+		return ""
+	}
+	h := fnv.New32a()
+	// The dump of a byte slice shows its capacity too; json.Marshal's
+	// result has the capacity append gives len(data) bytes.
+	hashutil.DeepHashObject(h, append([]byte(nil), data...))
+	return strconv.FormatUint(uint64(h.Sum32()), 10)
+}
+
 // New builds the ControllerRevision of a CloneSet at the given collision
-// count and revision number: labelled with the template labels and the
-// hash, owned by the CloneSet, and carrying its annotations.
+// count and revision number, as OpenKruise builds it: labelled with the
+// template labels and the hash, owned by the CloneSet, carrying its
+// annotations and the hash of its volumeClaimTemplates.
 func New(cs *appsv1alpha1.CloneSet, collisionCount *int32, number int64) (*appsv1.ControllerRevision, error) {
 	data, err := Data(cs)
 	if err != nil {
@@ -99,11 +160,12 @@ func New(cs *appsv1alpha1.CloneSet, collisionCount *int32, number int64) (*appsv
 	for k, v := range cs.Spec.Template.Labels {
 		labels[k] = v
 	}
-	labels[appsv1.ControllerRevisionHashLabelKey] = hash
+	labels[HashLabel] = hash
 	annotations := map[string]string{}
 	for k, v := range cs.Annotations {
 		annotations[k] = v
 	}
+	annotations[appsv1alpha1.VolumeClaimTemplatesHashAnnotation] = ClaimTemplatesHash(cs.Spec.VolumeClaimTemplates)
 	cr := &appsv1.ControllerRevision{}
 	cr.Name = Name(cs.Name, hash)
 	cr.Namespace = cs.Namespace

@@ -3,7 +3,6 @@ package revision
 import (
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -35,8 +34,9 @@ func TestRevisionMatchesOpenKruiseVector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cr.Name != "demo-c97894f48" || cr.Revision != 3 || cr.Labels[appsv1.ControllerRevisionHashLabelKey] != "c97894f48" || cr.Labels["app"] != "demo" {
-		t.Errorf("revision: name %s, number %d, labels %v", cr.Name, cr.Revision, cr.Labels)
+	if cr.Name != "demo-c97894f48" || cr.Revision != 3 || cr.Labels["controller.kubernetes.io/hash"] != "c97894f48" || cr.Labels["app"] != "demo" ||
+		cr.Annotations[appsv1alpha1.VolumeClaimTemplatesHashAnnotation] != "" {
+		t.Errorf("revision: name %s, number %d, labels %v, annotations %v", cr.Name, cr.Revision, cr.Labels, cr.Annotations)
 	}
 	if ref := metav1.GetControllerOf(cr); ref == nil || ref.UID != "uid-1" || ref.Kind != "CloneSet" || ref.APIVersion != "apps.kruise.io/v1alpha1" {
 		t.Errorf("owner: %+v", ref)
