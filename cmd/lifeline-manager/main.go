@@ -74,6 +74,8 @@ func run() error {
 		"Leave PreparingDelete pods out of every CloneSet's replica count, so scaling up creates new pods instead of reviving them.")
 	flag.BoolVar(&o.controllers.CloneSetCreatePodsNormal, "cloneset-create-pods-normal", false,
 		"Create CloneSet pods without a preNormal hook in Normal, as OpenKruise up to v1.8, instead of PreparingNormal until they are scheduled (v1.9).")
+	flag.BoolVar(&o.controllers.CloneSetRecreateOnVCTChange, "cloneset-recreate-pods-when-vct-changes", false,
+		"Recreate, rather than update in place, pods of InPlaceIfPossible CloneSets whose volumeClaimTemplates changed since their revision, so they get claims of the new templates (OpenKruise's RecreatePodWhenChangeVCTInCloneSetGate).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

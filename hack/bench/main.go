@@ -21,6 +21,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,16 +56,23 @@ func main() {
 	}
 }
 
-// kinds are the workloads compared, in the order they run.
-var kinds = []string{"Deployment", "CloneSet", "CloneSet (in-place)"}
+// kinds are the workloads compared, in the order they run. The last two
+// run with the pod binding webhook taken out of the cluster, to show what
+// it costs every bind and what it saves the CloneSet.
+var kinds = []string{"Deployment", "CloneSet", "CloneSet (in-place)", noWebhook + "Deployment", noWebhook + "CloneSet"}
+
+// noWebhook prefixes a kind that runs without the pod binding webhook.
+const noWebhook = "no binding webhook: "
 
 // controllerUsers are the API users whose requests count as each
 // controller's: kube-controller-manager runs each controller under its own
 // service account.
 var controllerUsers = map[string][]string{
-	"Deployment":          {"system:serviceaccount:kube-system:deployment-controller", "system:serviceaccount:kube-system:replicaset-controller"},
-	"CloneSet":            {"lifeline-manager"},
-	"CloneSet (in-place)": {"lifeline-manager"},
+	"Deployment":             {"system:serviceaccount:kube-system:deployment-controller", "system:serviceaccount:kube-system:replicaset-controller"},
+	"CloneSet":               {"lifeline-manager"},
+	"CloneSet (in-place)":    {"lifeline-manager"},
+	noWebhook + "Deployment": {"system:serviceaccount:kube-system:deployment-controller", "system:serviceaccount:kube-system:replicaset-controller"},
+	noWebhook + "CloneSet":   {"lifeline-manager"},
 }
 
 type result struct {
@@ -78,6 +86,7 @@ type result struct {
 	kwokCPU         float64
 	ctrlCPU         float64
 	ctrlPeakRSS     int64
+	binds           bindFigures
 }
 
 func run(ctx context.Context, pods, down, qps, nodes int, only []string, verbose bool) error {
@@ -119,8 +128,14 @@ func run(ctx context.Context, pods, down, qps, nodes int, only []string, verbose
 			continue
 		}
 		ctrl := "kube-controller-manager"
-		if kind != "Deployment" {
+		if !strings.HasSuffix(kind, "Deployment") {
 			ctrl = l.Name
+		}
+		if strings.HasPrefix(kind, noWebhook) && !b.webhookRemoved {
+			if err := removeBindingWebhook(ctx, k8s); err != nil {
+				return err
+			}
+			b.webhookRemoved = true
 		}
 		ns := fmt.Sprintf("bench-%d", i)
 		if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -129,7 +144,7 @@ func run(ctx context.Context, pods, down, qps, nodes int, only []string, verbose
 		if err := cluster.WaitForServiceAccount(ctx, client, ns); err != nil {
 			return err
 		}
-		w := workload{kind: kind, ns: ns}
+		w := workload{kind: strings.TrimPrefix(kind, noWebhook), ns: ns}
 		for _, sc := range []struct {
 			name   string
 			change func(context.Context) error
@@ -156,12 +171,25 @@ func run(ctx context.Context, pods, down, qps, nodes int, only []string, verbose
 }
 
 type bench struct {
-	c          *cluster.Cluster
-	k8s        ctrlclient.Client
-	client     kubernetes.Interface
-	audit      string
-	pods, down int
-	verbose    bool
+	c              *cluster.Cluster
+	k8s            ctrlclient.Client
+	client         kubernetes.Interface
+	audit          string
+	pods, down     int
+	verbose        bool
+	webhookRemoved bool
+}
+
+// removeBindingWebhook takes the pod binding webhook out of lifeline's
+// mutating webhook configuration, as on a cluster where it is not
+// installed; the controller then moves pods to Normal itself.
+func removeBindingWebhook(ctx context.Context, k8s ctrlclient.Client) error {
+	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := k8s.Get(ctx, ctrlclient.ObjectKey{Name: "lifeline-mutating-webhooks"}, cfg); err != nil {
+		return err
+	}
+	cfg.Webhooks = slices.DeleteFunc(cfg.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == "mpodbinding.lifeline.dev" })
+	return k8s.Update(ctx, cfg)
 }
 
 // measure runs one scenario and takes its figures.
@@ -235,7 +263,70 @@ func (b *bench) measure(ctx context.Context, kind, ns, ctrl, name string, pods i
 	r.ctrlPeakRSS = peak.Load()
 	r.podWritesPerPod = float64(writes.Load()) / float64(pods)
 	r.requests, r.events, err = countRequests(b.audit, auditStart, controllerUsers[kind])
+	if err != nil {
+		return r, err
+	}
+	r.binds, err = bindTimes(b.audit, auditStart)
 	return r, err
+}
+
+// bindFigures are the scheduler's binds during a scenario, from the audit
+// log: how many, their latency at the API server (webhook included), and
+// how many per second from the first bind to the last.
+type bindFigures struct {
+	count    int
+	p50, p99 time.Duration
+	perSec   float64
+}
+
+func bindTimes(path string, offset int64) (bindFigures, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return bindFigures{}, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, 0); err != nil {
+		return bindFigures{}, err
+	}
+	var latencies []time.Duration
+	var first, last time.Time
+	scanner := bufio.NewScanner(f)
+	scanner.Buffer(make([]byte, 1<<20), 1<<24)
+	for scanner.Scan() {
+		var event struct {
+			Verb      string `json:"verb"`
+			ObjectRef struct {
+				Resource    string `json:"resource"`
+				Subresource string `json:"subresource"`
+			} `json:"objectRef"`
+			ResponseStatus struct {
+				Code int `json:"code"`
+			} `json:"responseStatus"`
+			Received time.Time `json:"requestReceivedTimestamp"`
+			Done     time.Time `json:"stageTimestamp"`
+		}
+		if json.Unmarshal(scanner.Bytes(), &event) != nil || event.Verb != "create" || event.ObjectRef.Resource != "pods" ||
+			event.ObjectRef.Subresource != "binding" || event.ResponseStatus.Code != 201 {
+			continue
+		}
+		latencies = append(latencies, event.Done.Sub(event.Received))
+		if first.IsZero() || event.Received.Before(first) {
+			first = event.Received
+		}
+		if event.Done.After(last) {
+			last = event.Done
+		}
+	}
+	if len(latencies) == 0 {
+		return bindFigures{}, scanner.Err()
+	}
+	slices.Sort(latencies)
+	at := func(q float64) time.Duration { return latencies[min(len(latencies)-1, int(q*float64(len(latencies))))] }
+	fig := bindFigures{count: len(latencies), p50: at(0.50), p99: at(0.99)}
+	if span := last.Sub(first).Seconds(); span > 0 {
+		fig.perSec = float64(len(latencies)) / span
+	}
+	return fig, scanner.Err()
 }
 
 type workload struct{ kind, ns string }
@@ -409,16 +500,28 @@ func report(results []result) {
 		}
 		return result{}, false
 	}
-	fmt.Println("CloneSet / Deployment (target: wall time ratio ≤ 1.0 on each; ≤ 4 pod writes per pod on scale-up):")
-	for i := 0; i < 3; i++ {
-		d, ok1 := find("Deployment", i)
-		c, ok2 := find("CloneSet", i)
-		if !ok1 || !ok2 {
-			break
+	for _, prefix := range []string{"", noWebhook} {
+		fmt.Printf("%sCloneSet / Deployment (target: wall time ratio ≤ 1.0 on each; ≤ 4 pod writes per pod on scale-up):\n", prefix)
+		for i := 0; i < 3; i++ {
+			d, ok1 := find(prefix+"Deployment", i)
+			c, ok2 := find(prefix+"CloneSet", i)
+			if !ok1 || !ok2 {
+				break
+			}
+			fmt.Printf("  %-40s wall %.2f×  requests %.2f×  control plane CPU %.2f×  pod writes/pod %.2f vs %.2f\n",
+				d.scenario, c.wall.Seconds()/d.wall.Seconds(), float64(c.requests)/max(float64(d.requests), 1), c.planeCPU/max(d.planeCPU, 0.01), c.podWritesPerPod, d.podWritesPerPod)
 		}
-		fmt.Printf("  %-40s wall %.2f×  requests %.2f×  control plane CPU %.2f×  pod writes/pod %.2f vs %.2f\n",
-			d.scenario, c.wall.Seconds()/d.wall.Seconds(), float64(c.requests)/max(float64(d.requests), 1), c.planeCPU/max(d.planeCPU, 0.01), c.podWritesPerPod, d.podWritesPerPod)
 	}
+	fmt.Println("Binds by kube-scheduler (latency at the API server, the binding webhook included where installed):")
+	tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tcontroller\tbinds\tp50 ms\tp99 ms\tbinds/s\t")
+	for _, r := range results {
+		if r.binds.count > 0 {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t%.0f\t\n", r.scenario, r.kind, r.binds.count,
+				float64(r.binds.p50.Microseconds())/1000, float64(r.binds.p99.Microseconds())/1000, r.binds.perSec)
+		}
+	}
+	tw.Flush()
 	d, okD := find("Deployment", 1)
 	re, okR := find("CloneSet", 1)
 	ip, okI := find("CloneSet (in-place)", 1)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -123,7 +124,33 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.startNodes(ctx, opts); err != nil {
 		return nil, err
 	}
+	if err := c.createDefaultStorageClass(ctx); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// DefaultStorageClass is the local cluster's default StorageClass: claims
+// that name no class are provisioned by kube-controller-manager's hostPath
+// provisioner and bound at once.
+const DefaultStorageClass = "standard"
+
+func (c *Cluster) createDefaultStorageClass(ctx context.Context) error {
+	client, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	immediate, deleteClaims := storagev1.VolumeBindingImmediate, corev1.PersistentVolumeReclaimDelete
+	sc := &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: DefaultStorageClass, Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}},
+		Provisioner:       "kubernetes.io/host-path",
+		ReclaimPolicy:     &deleteClaims,
+		VolumeBindingMode: &immediate,
+	}
+	if _, err := client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the default StorageClass: %w", err)
+	}
+	return nil
 }
 
 func (c *Cluster) startControlPlane(ctx context.Context, opts Options) error {
@@ -227,6 +254,11 @@ func (c *Cluster) startControlPlane(ctx context.Context, opts Options) error {
 		"--cluster-signing-cert-file=" + ca.caFile(),
 		"--cluster-signing-key-file=" + filepath.Join(pki, "ca.key"),
 		"--profiling=false",
+		// Dynamic provisioning for the default StorageClass: hostPath
+		// volumes under /tmp/hostpath_pv, made and removed by
+		// kube-controller-manager itself (a provisioner meant for test
+		// clusters; kwok's pods never write to them).
+		"--enable-hostpath-provisioner=true",
 	}
 	if opts.ControllerQPS > 0 {
 		kcmArgs = append(kcmArgs,

@@ -28,6 +28,7 @@ type Options struct {
 	CloneSetExcludePreparingDelete bool
 	HookWaitWarning                time.Duration
 	CloneSetCreatePodsNormal       bool
+	CloneSetRecreateOnVCTChange    bool
 }
 
 // Scheme holds every type Lifeline reads or writes.
@@ -46,11 +47,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("cloneset-controller"),
 		Options: clonesetcontroller.Options{
-			Workers:                o.CloneSetWorkers,
-			ExpectationTimeout:     o.ExpectationTimeout,
-			ExcludePreparingDelete: o.CloneSetExcludePreparingDelete,
-			HookWaitWarning:        o.HookWaitWarning,
-			CreatePodsNormal:       o.CloneSetCreatePodsNormal,
+			Workers:                       o.CloneSetWorkers,
+			ExpectationTimeout:            o.ExpectationTimeout,
+			ExcludePreparingDelete:        o.CloneSetExcludePreparingDelete,
+			HookWaitWarning:               o.HookWaitWarning,
+			CreatePodsNormal:              o.CloneSetCreatePodsNormal,
+			RecreateOnClaimTemplateChange: o.CloneSetRecreateOnVCTChange,
 		},
 	}
 	return cs.SetupWithManager(ctx, mgr)

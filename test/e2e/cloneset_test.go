@@ -225,21 +225,6 @@ func TestCloneSetPVCsAreCreatedAndReusedByRebuiltPods(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	cs := newCloneSet(ns, "data", 2)
-	// No provisioner runs here: volumes for the claims to bind to.
-	for i := 0; i < 3; i++ {
-		pv := &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-pv-%d", ns, i)},
-			Spec: corev1.PersistentVolumeSpec{
-				Capacity:               corev1.ResourceList{corev1.ResourceStorage: mustQuantity("1Gi")},
-				AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + ns}},
-			},
-		}
-		if err := k8s.Create(ctx, pv); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = k8s.Delete(context.Background(), pv) })
-	}
 	cs.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
 		ObjectMeta: metav1.ObjectMeta{Name: "vol"},
 		Spec: corev1.PersistentVolumeClaimSpec{

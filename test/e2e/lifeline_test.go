@@ -108,7 +108,9 @@ func startManager() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	// A short hook-wait warning, so tests can see it.
-	if err := manager.Setup(ctx, mgr, manager.Options{HookWaitWarning: 2 * time.Second}); err != nil {
+	// OpenKruise's e2e runs with its alpha gates on, among them
+	// RecreatePodWhenChangeVCTInCloneSetGate; so does ours.
+	if err := manager.Setup(ctx, mgr, manager.Options{HookWaitWarning: 2 * time.Second, CloneSetRecreateOnVCTChange: true}); err != nil {
 		cancel()
 		return err
 	}

@@ -55,6 +55,11 @@ type Options struct {
 	// CreatePodsNormal creates pods without a preNormal hook in Normal, as
 	// OpenKruise up to v1.8, instead of PreparingNormal until scheduled.
 	CreatePodsNormal bool
+	// RecreateOnClaimTemplateChange recreates pods of InPlaceIfPossible
+	// CloneSets whose volumeClaimTemplates changed since their revision,
+	// so they get claims of the new templates (OpenKruise's
+	// RecreatePodWhenChangeVCTInCloneSetGate).
+	RecreateOnClaimTemplateChange bool
 }
 
 // Reconciler reconciles CloneSets.
@@ -193,7 +198,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		UpdateRevision: revs.update.Name, CurrentRevision: revs.current.Name,
 		ExcludePreparingDelete: r.Options.ExcludePreparingDelete || cs.Labels[appsv1alpha1.CloneSetScalingExcludePreparingDeleteKey] == "true",
 		CreateNormal:           r.Options.CreatePodsNormal,
-		NewInstanceID:          randomID, Now: now,
+		ClaimTemplateHashes:    revs.claimTemplateHashes(), RecreateOnClaimTemplateChange: r.Options.RecreateOnClaimTemplateChange,
+		NewInstanceID: randomID, Now: now,
 	}
 	status := cs.Status.DeepCopy()
 	var result ctrl.Result

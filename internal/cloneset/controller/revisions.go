@@ -57,8 +57,14 @@ func (r *Reconciler) syncRevisions(ctx context.Context, cs *appsv1alpha1.CloneSe
 	case equal != nil && equal == revs.all[len(revs.all)-1]:
 		revs.update = equal
 	case equal != nil:
+		// A rollback: the old revision becomes the newest, and records
+		// the volumeClaimTemplates of now, as OpenKruise's does.
 		patched := equal.DeepCopy()
 		patched.Revision = next
+		if patched.Annotations == nil {
+			patched.Annotations = map[string]string{}
+		}
+		patched.Annotations[appsv1alpha1.VolumeClaimTemplatesHashAnnotation] = revision.ClaimTemplatesHash(cs.Spec.VolumeClaimTemplates)
 		if err := r.Patch(ctx, patched, client.MergeFrom(equal)); err != nil {
 			return nil, fmt.Errorf("renumbering revision %s: %w", equal.Name, err)
 		}
@@ -137,4 +143,16 @@ func ptrValue(p *int32) int32 {
 		return 0
 	}
 	return *p
+}
+
+// claimTemplateHashes are the volumeClaimTemplates hashes the revisions
+// record, by name.
+func (revs *revisions) claimTemplateHashes() map[string]string {
+	hashes := map[string]string{}
+	for _, cr := range append(revs.all, revs.update) {
+		if h, ok := cr.Annotations[appsv1alpha1.VolumeClaimTemplatesHashAnnotation]; ok {
+			hashes[cr.Name] = h
+		}
+	}
+	return hashes
 }

@@ -116,6 +116,9 @@ func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (A
 		}
 		return deleteOrHold(preDelete, pod, fmt.Sprintf("recreate for update to revision %s: the change cannot be made in place", s.UpdateRevision)), nil
 	}
+	if cs.Spec.UpdateStrategy.Type != appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType && claimTemplatesChanged(s, pod) {
+		return deleteOrHold(preDelete, pod, fmt.Sprintf("recreate for update to revision %s: its volumeClaimTemplates changed", s.UpdateRevision)), nil
+	}
 	// OpenKruise updates a pod its preNormal hook still holds, and the
 	// pod then leaves Updating for Normal without its handler: serving
 	// before its operator registered it (reference §2.3, edge). We fix
@@ -366,4 +369,19 @@ func graceWait(pods []*corev1.Pod, now time.Time) time.Duration {
 		}
 	}
 	return next
+}
+
+// claimTemplatesChanged reports whether, with RecreateOnClaimTemplateChange,
+// the pod's revision and the update revision record different
+// volumeClaimTemplates hashes, so that the pod is recreated with new claims
+// rather than updated in place on its old ones (OpenKruise's gate
+// RecreatePodWhenChangeVCTInCloneSetGate). A revision without a recorded
+// hash, say from before the hash was kept, never forces a recreation.
+func claimTemplatesChanged(s Snapshot, pod *corev1.Pod) bool {
+	if !s.RecreateOnClaimTemplateChange {
+		return false
+	}
+	from, fromKnown := s.ClaimTemplateHashes[revisionOf(pod, s.Templates)]
+	to, toKnown := s.ClaimTemplateHashes[s.UpdateRevision]
+	return fromKnown && toKnown && from != to
 }

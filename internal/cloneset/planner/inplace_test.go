@@ -340,3 +340,36 @@ func TestHeldPreparingNormalPodIsNotUpdatedInPlace(t *testing.T) {
 		t.Fatalf("released: %+v", p.Actions)
 	}
 }
+
+// OpenKruise's volumeClaimTemplates matrix (reference §3.9, its e2e runs
+// with RecreatePodWhenChangeVCTInCloneSetGate on).
+func TestClaimTemplateChangeRecreatesInPlaceIfPossible(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		strategy appsv1alpha1.CloneSetUpdateStrategyType
+		gate     bool
+		hashes   map[string]string
+		want     ActionType
+	}{
+		{"image and templates changed: recreated", appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, true, map[string]string{oldRev: "1", newRev: "2"}, DeletePod},
+		{"image changed, templates the same: in place", appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, true, map[string]string{oldRev: "1", newRev: "1"}, UpdateInPlace},
+		{"InPlaceOnly ignores the templates", appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType, true, map[string]string{oldRev: "1", newRev: "2"}, UpdateInPlace},
+		{"a revision without a recorded hash: in place", appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, true, map[string]string{newRev: "2"}, UpdateInPlace},
+		{"off by default, as in OpenKruise: in place", appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, false, map[string]string{oldRev: "1", newRev: "2"}, UpdateInPlace},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := cloneSet(1, "", "1", "")
+			cs.Spec.UpdateStrategy.Type = tc.strategy
+			s := snapshot(cs, readyPod("a", oldRev))
+			s.Templates = map[string]*corev1.PodTemplateSpec{oldRev: template("nginx:1"), newRev: template("nginx:2")}
+			s.ClaimTemplateHashes, s.RecreateOnClaimTemplateChange = tc.hashes, tc.gate
+			p, err := Compute(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Actions) != 1 || p.Actions[0].Type != tc.want {
+				t.Errorf("actions %+v, want one %s", p.Actions, tc.want)
+			}
+		})
+	}
+}

@@ -36,6 +36,14 @@ type Snapshot struct {
 	// NodeLabels maps the pods' nodes to their labels, for the template's
 	// topology spread constraints; nil when it has none.
 	NodeLabels map[string]map[string]string
+	// ClaimTemplateHashes are the volumeClaimTemplates hashes the known
+	// revisions record, by revision name; a revision without one is absent.
+	ClaimTemplateHashes map[string]string
+	// RecreateOnClaimTemplateChange recreates, rather than updates in
+	// place, a pod whose revision records other volumeClaimTemplates than
+	// the update revision (OpenKruise's RecreatePodWhenChangeVCTInCloneSetGate,
+	// off by default as there).
+	RecreateOnClaimTemplateChange bool
 	// CreateNormal creates pods that have no preNormal hook in Normal, as
 	// OpenKruise up to v1.8 did. By default they start in PreparingNormal
 	// and become Normal once scheduled, as in v1.9.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,8 +94,10 @@ func (d *bindingDefaulter) decide(ctx context.Context, req admission.Request, bi
 	if (binding.UID != "" && binding.UID != pod.UID) || (binding.ResourceVersion != "" && binding.ResourceVersion != pod.ResourceVersion) {
 		return "unknown", nil // the cache shows another pod, or an older one
 	}
+	// Any version of the group: pods made by OpenKruise v1.9, whose
+	// controller stores v1beta1, name apps.kruise.io/v1beta1.
 	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "CloneSet" || ref.APIVersion != appsv1alpha1.GroupVersion.String() {
+	if ref == nil || ref.Kind != "CloneSet" || !strings.HasPrefix(ref.APIVersion, appsv1alpha1.GroupVersion.Group+"/") {
 		return "skipped", nil
 	}
 	cs := &appsv1alpha1.CloneSet{}

@@ -64,6 +64,13 @@ func TestBindingWebhook(t *testing.T) {
 		}
 	}
 
+	// A pod OpenKruise v1.9 made names its CloneSet by v1beta1.
+	migrated := pod.DeepCopy()
+	migrated.OwnerReferences[0].APIVersion = "apps.kruise.io/v1beta1"
+	if resp := handler(cs.DeepCopy(), migrated).Handle(context.Background(), request("ns", binding)); len(resp.Patches) == 0 {
+		t.Errorf("a pod owned through apps.kruise.io/v1beta1 was left alone: %+v", resp)
+	}
+
 	withHook := cs.DeepCopy()
 	withHook.Spec.Lifecycle = &pub.Lifecycle{PreNormal: &pub.LifecycleHook{LabelsHandler: map[string]string{"online": "true"}}}
 	for name, tc := range map[string]struct {
@@ -75,6 +82,11 @@ func TestBindingWebhook(t *testing.T) {
 		"the pod is unknown":             {handler(cs.DeepCopy()), "ns", binding},
 		"another pod of that name":       {handler(cs.DeepCopy(), pod.DeepCopy()), "ns", func() *corev1.Binding { b := binding.DeepCopy(); b.UID = "other"; return b }()},
 		"a system namespace":             {handler(), "kube-system", binding},
+		"a Deployment's pod": {handler(cs.DeepCopy(), func() *corev1.Pod {
+			p := pod.DeepCopy()
+			p.OwnerReferences[0].APIVersion, p.OwnerReferences[0].Kind = "apps/v1", "ReplicaSet"
+			return p
+		}()), "ns", binding},
 	} {
 		if resp := tc.h.Handle(context.Background(), request(tc.ns, tc.b)); !resp.Allowed || len(resp.Patches) != 0 {
 			t.Errorf("%s: %+v, want allowed unchanged", name, resp)
