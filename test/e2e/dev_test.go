@@ -74,6 +74,15 @@ func TestMakeDevComesUpAndTearsDownWhole(t *testing.T) {
 			"-o", "jsonpath={.spec.updateStrategy.partition} {.spec.revisionHistoryLimit} {.status.observedGeneration} {.status.availableReplicas}").CombinedOutput()
 		return err == nil && string(got) == "0 10 1 2", fmt.Sprintf("partition, revisionHistoryLimit, observedGeneration, availableReplicas: %q %v", got, err), nil
 	})
+	// The volumes demo's claims are provisioned and bound, so its pods run.
+	eventually(t, time.Minute, "the volumes demo available on bound claims", func(context.Context) (bool, string, error) {
+		avail, err1 := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", "demo", "get", "clone", "cloneset-volumes-demo",
+			"-o", "jsonpath={.status.availableReplicas}").CombinedOutput()
+		claims, err2 := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", "demo", "get", "pvc", "-l", "app=volumes-demo",
+			"-o", "jsonpath={.items[*].status.phase}").CombinedOutput()
+		return err1 == nil && err2 == nil && string(avail) == "2" && string(claims) == "Bound Bound",
+			fmt.Sprintf("available %q, claims %q", avail, claims), nil
+	})
 	bad := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", "demo", "patch", "clone", "cloneset-lifecycle-demo",
 		"--type=merge", "-p", `{"spec":{"updateStrategy":{"type":"OnDelete"}}}`)
 	if out, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(out), "must be 'ReCreate', InPlaceIfPossible or 'InPlaceOnly'") {

@@ -125,9 +125,22 @@ func TestLifecycleTransitions(t *testing.T) {
 // pod went through, consecutive repeats folded, ending in "(deleted)".
 func recordStates(t *testing.T, ns string) func(pod string) []string {
 	t.Helper()
+	return recordPods(t, ns, "", func(ev watch.EventType, pod *corev1.Pod) string {
+		if ev == watch.Deleted {
+			return "(deleted)"
+		}
+		return pod.Labels[pub.LifecycleStateKey]
+	})
+}
+
+// recordPods watches the pods of ns matching selector with a watch of its
+// own, and returns, per pod, what step makes of each event, consecutive
+// repeats folded.
+func recordPods(t *testing.T, ns, selector string, step func(watch.EventType, *corev1.Pod) string) func(pod string) []string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,13 +152,10 @@ func recordStates(t *testing.T, ns string) func(pod string) []string {
 			if !ok {
 				continue
 			}
-			state := pod.Labels[pub.LifecycleStateKey]
-			if ev.Type == watch.Deleted {
-				state = "(deleted)"
-			}
+			s := step(ev.Type, pod)
 			mu.Lock()
-			if s := seen[pod.Name]; len(s) == 0 || s[len(s)-1] != state {
-				seen[pod.Name] = append(s, state)
+			if steps := seen[pod.Name]; len(steps) == 0 || steps[len(steps)-1] != s {
+				seen[pod.Name] = append(steps, s)
 			}
 			mu.Unlock()
 		}

@@ -38,6 +38,7 @@ var (
 	// serves its webhooks, the same across restarts.
 	webhookPort    int
 	webhookCertDir string
+	managerStarts  int
 )
 
 // bindingWebhook is the webhook the e2e cluster calls. The CloneSet
@@ -114,9 +115,13 @@ func startManager() error {
 		cancel()
 		return err
 	}
+	// The rotator's controller name must be new in this process at each
+	// start: it does not take the manager's SkipNameValidation.
+	managerStarts++
 	certsReady, err := webhookcerts.Manage(mgr, webhookcerts.Options{
 		Secret:  types.NamespacedName{Namespace: "lifeline-system", Name: webhookCertSecretName},
 		DNSName: "localhost", CertDir: webhookCertDir, MutatingConfiguration: bindingWebhookConfig,
+		ControllerName: fmt.Sprintf("e2e-cert-rotator-%d", managerStarts),
 	})
 	if err != nil {
 		cancel()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,37 +24,12 @@ import (
 // repeats folded: "-PreparingNormal" unscheduled, "+Normal" on a node.
 func recordPlacement(t *testing.T, ns, selector string) func(pod string) []string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	seen := map[string][]string{}
-	go func() {
-		for ev := range w.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			where := "-"
-			if pod.Spec.NodeName != "" {
-				where = "+"
-			}
-			step := where + pod.Labels[pub.LifecycleStateKey]
-			mu.Lock()
-			if s := seen[pod.Name]; len(s) == 0 || s[len(s)-1] != step {
-				seen[pod.Name] = append(s, step)
-			}
-			mu.Unlock()
+	return recordPods(t, ns, selector, func(_ watch.EventType, pod *corev1.Pod) string {
+		if pod.Spec.NodeName != "" {
+			return "+" + pod.Labels[pub.LifecycleStateKey]
 		}
-	}()
-	return func(pod string) []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(seen[pod])
-	}
+		return "-" + pod.Labels[pub.LifecycleStateKey]
+	})
 }
 
 // TestNewPodsGoNormalInTheirBind: pods start PreparingNormal (OpenKruise

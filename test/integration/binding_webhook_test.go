@@ -23,15 +23,7 @@ func TestBindingWebhookMakesPodsNormalInTheBind(t *testing.T) {
 	ctx := context.Background()
 	withWebhooks(t)
 	ns := newNamespace(t)
-	obj := minimalCloneSet("web")
-	obj.SetNamespace(ns)
-	if err := k8s.Create(ctx, obj); err != nil {
-		t.Fatal(err)
-	}
-	cs := &appsv1alpha1.CloneSet{}
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), cs); err != nil {
-		t.Fatal(err)
-	}
+	cs := createMinimalCloneSet(t, ns, "web")
 	newPod := func(name string) *corev1.Pod {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,

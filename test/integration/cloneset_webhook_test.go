@@ -208,18 +208,28 @@ func TestCloneSetWebhooks(t *testing.T) {
 	})
 }
 
-func testCloneSetDefaults(t *testing.T) {
-	ctx := context.Background()
-	ns := newNamespace(t)
-	obj := minimalCloneSet("web")
+// createMinimalCloneSet creates minimalCloneSet(name) in ns through the
+// webhooks and returns it as stored.
+func createMinimalCloneSet(t *testing.T, ns, name string) *appsv1alpha1.CloneSet {
+	t.Helper()
+	obj := minimalCloneSet(name)
 	obj.SetNamespace(ns)
-	if err := k8s.Create(ctx, obj); err != nil {
+	if err := k8s.Create(context.Background(), obj); err != nil {
 		t.Fatal(err)
 	}
 	cs := &appsv1alpha1.CloneSet{}
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), cs); err != nil {
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), cs); err != nil {
 		t.Fatal(err)
 	}
+	return cs
+}
+
+func testCloneSetDefaults(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	cs := createMinimalCloneSet(t, ns, "web")
+	obj := minimalCloneSet("web")
+	obj.SetNamespace(ns)
 	us := cs.Spec.UpdateStrategy
 	if *cs.Spec.Replicas != 1 || *cs.Spec.RevisionHistoryLimit != 10 || us.Type != appsv1alpha1.RecreateCloneSetUpdateStrategyType ||
 		us.Partition.String() != "0" || us.MaxUnavailable.String() != "20%" || us.MaxSurge.String() != "0" || us.InPlaceUpdateStrategy != nil {
