@@ -196,10 +196,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	snap := planner.Snapshot{
 		CloneSet: cs, Pods: active, PVCs: pvcs, NodeLabels: nodeLabels, Templates: templates,
 		UpdateRevision: revs.update.Name, CurrentRevision: revs.current.Name,
-		ExcludePreparingDelete: r.Options.ExcludePreparingDelete || cs.Labels[appsv1alpha1.CloneSetScalingExcludePreparingDeleteKey] == "true",
-		CreateNormal:           r.Options.CreatePodsNormal,
-		ClaimTemplateHashes:    revs.claimTemplateHashes(), RecreateOnClaimTemplateChange: r.Options.RecreateOnClaimTemplateChange,
-		NewInstanceID: randomID, Now: now,
+		ExcludePreparingDelete:        r.Options.ExcludePreparingDelete || cs.Labels[appsv1alpha1.CloneSetScalingExcludePreparingDeleteKey] == "true",
+		CreateNormal:                  r.Options.CreatePodsNormal,
+		ClaimTemplateHashes:           revs.claimTemplateHashes(),
+		RecreateOnClaimTemplateChange: r.Options.RecreateOnClaimTemplateChange,
+		NewInstanceID:                 randomID, Now: now,
 	}
 	status := cs.Status.DeepCopy()
 	var result ctrl.Result
