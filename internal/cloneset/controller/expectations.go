@@ -89,18 +89,67 @@ func (e *expectations) Forget(owner types.NamespacedName) {
 // before the cache caught up), waiting for it would be waiting for ever.
 // Expectations older than the timeout are dropped too and counted as
 // expired: a write the cache never shows must not wedge the CloneSet.
+//
+// The lock is never held across a lookup, which is a network read: every
+// worker of every CloneSet shares it. One owner is checked by one worker at
+// a time (the workqueue never hands a key to two), so its expectations
+// cannot change between the check and the lookups but by a Forget.
 func (e *expectations) Satisfied(owner types.NamespacedName, cached []*corev1.Pod, lookup PodLookup, now time.Time) (ok bool, waiting string, expired int, err error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	pending := e.byOwner[owner]
-	if len(pending) == 0 {
-		return true, "", 0, nil
-	}
 	byName := make(map[string]*corev1.Pod, len(cached))
 	for _, p := range cached {
 		byName[p.Name] = p
 	}
-	var unseen []string // created pods the cache does not hold yet
+	e.mu.Lock()
+	waiting, expired, unseen := e.check(owner, byName, now)
+	e.mu.Unlock()
+
+	// Look unseen pods up around the cache only while nothing else is
+	// awaited, and stop at the first that exists: a lagging cache after a
+	// batch of creations costs one read, not one per pod.
+	var gone []unseenPod
+	for _, u := range unseen {
+		if waiting != "" {
+			break
+		}
+		exists := true
+		if lookup != nil {
+			uid, found, err := lookup(u.name)
+			if err != nil {
+				return false, "", expired, err
+			}
+			exists = found && uid == u.uid
+		}
+		if exists {
+			waiting = fmt.Sprintf("pod %s to be created in the cache", u.name)
+		} else {
+			gone = append(gone, u)
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	pending := e.byOwner[owner]
+	for _, u := range gone {
+		if x, ok := pending[u.name]; ok && x.kind == expectCreated && x.uid == u.uid {
+			delete(pending, u.name)
+		}
+	}
+	if pending != nil && len(pending) == 0 {
+		delete(e.byOwner, owner)
+	}
+	return waiting == "", waiting, expired, nil
+}
+
+// unseenPod is a created pod the cache does not show yet.
+type unseenPod struct {
+	name string
+	uid  types.UID
+}
+
+// check drops owner's expectations the cached pods meet or that expired,
+// and returns the first one still awaited and the created pods the cache
+// does not show, by name. The caller holds the lock.
+func (e *expectations) check(owner types.NamespacedName, byName map[string]*corev1.Pod, now time.Time) (waiting string, expired int, unseen []unseenPod) {
+	pending := e.byOwner[owner]
 	for name, x := range pending {
 		pod, found := byName[name]
 		met := false
@@ -108,7 +157,7 @@ func (e *expectations) Satisfied(owner types.NamespacedName, cached []*corev1.Po
 		case expectCreated:
 			met = found
 			if !found && now.Sub(x.since) <= e.timeout {
-				unseen = append(unseen, name)
+				unseen = append(unseen, unseenPod{name: name, uid: x.uid})
 				continue
 			}
 		case expectDeleted:
@@ -126,32 +175,11 @@ func (e *expectations) Satisfied(owner types.NamespacedName, cached []*corev1.Po
 			waiting = fmt.Sprintf("pod %s to be %s in the cache", name, [...]string{"created", "deleted", "updated"}[x.kind])
 		}
 	}
-	// Look unseen pods up around the cache only while nothing else is
-	// awaited, and stop at the first that exists: a lagging cache after a
-	// batch of creations costs one read, not one per pod.
-	sort.Strings(unseen)
-	for _, name := range unseen {
-		if waiting != "" {
-			break
-		}
-		gone := false
-		if lookup != nil {
-			uid, exists, err := lookup(name)
-			if err != nil {
-				return false, "", expired, err
-			}
-			gone = !exists || uid != pending[name].uid
-		}
-		if gone {
-			delete(pending, name)
-		} else {
-			waiting = fmt.Sprintf("pod %s to be created in the cache", name)
-		}
-	}
-	if len(pending) == 0 {
+	sort.Slice(unseen, func(i, j int) bool { return unseen[i].name < unseen[j].name })
+	if pending != nil && len(pending) == 0 {
 		delete(e.byOwner, owner)
 	}
-	return waiting == "", waiting, expired, nil
+	return waiting, expired, unseen
 }
 
 // seenWrite reports whether a cached pod at resourceVersion cached shows a

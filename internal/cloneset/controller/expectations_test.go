@@ -107,3 +107,47 @@ func TestSeenWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowLookupStallsNoOtherOwner: the read around the cache for one
+// CloneSet's unseen pod is a network call; while it hangs, another
+// CloneSet's expectations are still checked at once, since no lock is held
+// across the read.
+func TestSlowLookupStallsNoOtherOwner(t *testing.T) {
+	slow, other := types.NamespacedName{Namespace: "ns", Name: "slow"}, types.NamespacedName{Namespace: "ns", Name: "other"}
+	now := time.Now()
+	e := newExpectations(time.Minute)
+	e.ExpectCreated(slow, "slow-a", "uid-a", now)
+	e.ExpectDeleted(other, "other-a", now)
+
+	inLookup, release := make(chan struct{}), make(chan struct{})
+	slowDone := make(chan bool)
+	go func() {
+		ok, _, _, _ := e.Satisfied(slow, nil, func(string) (types.UID, bool, error) {
+			close(inLookup)
+			<-release
+			return "", false, nil // gone meanwhile
+		}, now)
+		slowDone <- ok
+	}()
+	<-inLookup
+	otherDone := make(chan bool)
+	go func() {
+		ok, _, _, _ := e.Satisfied(other, nil, nil, now)
+		otherDone <- ok
+	}()
+	select {
+	case ok := <-otherDone:
+		if !ok {
+			t.Error("the other CloneSet's deleted pod is gone from the cache, yet not satisfied")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a hanging read for one CloneSet stalled another's expectations")
+	}
+	close(release)
+	if !<-slowDone {
+		t.Error("a created pod that is gone again still awaited")
+	}
+	if ok, _, _, _ := e.Satisfied(slow, nil, nil, now); !ok {
+		t.Error("the gone pod's expectation was kept")
+	}
+}
