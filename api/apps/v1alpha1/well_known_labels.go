@@ -17,6 +17,9 @@ const (
 
 	// DefaultCloneSetMaxUnavailable is updateStrategy.maxUnavailable's default.
 	DefaultCloneSetMaxUnavailable = "20%"
+	// DefaultCloneSetRevisionHistoryLimit is revisionHistoryLimit's default,
+	// which the controller also applies to a CloneSet stored without it.
+	DefaultCloneSetRevisionHistoryLimit = 10
 
 	// VolumeClaimTemplatesHashAnnotation is the ControllerRevision annotation
 	// that records the hash of the volumeClaimTemplates of that revision.

@@ -114,9 +114,9 @@ func (r *Reconciler) createRevision(ctx context.Context, cs *appsv1alpha1.CloneS
 }
 
 // truncateHistory deletes the oldest revisions no pod uses beyond
-// revisionHistoryLimit (10 when unset).
+// revisionHistoryLimit (its default when unset).
 func (r *Reconciler) truncateHistory(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *revisions, pods []*corev1.Pod) error {
-	limit := 10
+	limit := appsv1alpha1.DefaultCloneSetRevisionHistoryLimit
 	if cs.Spec.RevisionHistoryLimit != nil {
 		limit = int(*cs.Spec.RevisionHistoryLimit)
 	}

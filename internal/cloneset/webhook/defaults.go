@@ -26,7 +26,7 @@ func Default(cs, old *appsv1alpha1.CloneSet) {
 		spec.Replicas = ptr.To[int32](1)
 	}
 	if spec.RevisionHistoryLimit == nil {
-		spec.RevisionHistoryLimit = ptr.To[int32](10)
+		spec.RevisionHistoryLimit = ptr.To[int32](appsv1alpha1.DefaultCloneSetRevisionHistoryLimit)
 	}
 	us := &spec.UpdateStrategy
 	if us.Type == "" {
