@@ -3,7 +3,7 @@
 //
 //	devctl bin NAME       print the path of a pinned binary, building it into the cache if missing
 //	devctl envtest        print a KUBEBUILDER_ASSETS folder for envtest
-//	devctl up             run the local cluster for make dev (see hack/dev)
+//	devctl up             run the local cluster for make dev (see up.go)
 package main
 
 import (

@@ -509,7 +509,7 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 		}
 		// markPodNotReady reasons go in the same write as the state, so no
 		// operator acting on the new state sees the pod still Ready.
-		if cond, changed := kruisePodReady(pod, a.ReadyKey, a.NotReadyKey, now); changed {
+		if cond, changed := kruisePodReady(pod, a.LiftNotReadyKey, a.AddNotReadyKey, now); changed {
 			p.setCondition(cond)
 		}
 		labels := map[string]string{pub.LifecycleStateKey: string(a.State)}
@@ -526,7 +526,7 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 		}
 		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "LifecycleStateChanged", "SetState",
 			"pod %s: %s → %s (%s)", a.Pod.Name, stateOrNone(a.Pod), a.State, a.Reason)
-		if a.NotReadyKey != "" && !hasGate(pod, pub.KruisePodReadyConditionType) {
+		if a.AddNotReadyKey != "" && !hasGate(pod, pub.KruisePodReadyConditionType) {
 			// Readiness gates are fixed at creation: a pod made before
 			// markPodNotReady was set cannot be made NotReady. Say so
 			// where the hook holds it, rather than leave it serving

@@ -37,8 +37,10 @@ type Diffs struct {
 	UpdateMaxUnavailable int
 }
 
-// Budgets are a CloneSet's rollout parameters resolved against replicas.
-type Budgets struct {
+// RolloutLimits are a CloneSet's rollout parameters resolved against
+// replicas. (Not to be confused with a PodUnavailableBudget, which limits
+// disruptions across workloads.)
+type RolloutLimits struct {
 	Replicas            int
 	Partition           int
 	MaxSurge            int
@@ -46,13 +48,14 @@ type Budgets struct {
 	ScaleMaxUnavailable int
 }
 
-// ResolveBudgets resolves partition, maxSurge and maxUnavailable. MaxSurge is
-// forced to 0 while paused. MaxUnavailable is rounded down when maxSurge >
-// 0, up otherwise, as OpenKruise's controller does (its validation always
-// rounds up; we validate the same way, so the two can differ: replicas 3,
-// maxUnavailable 20%, maxSurge 10% validates as 1 and 1 but runs as 0 and 1).
-func ResolveBudgets(cs *appsv1alpha1.CloneSet) (Budgets, error) {
-	b := Budgets{Replicas: replicasOf(cs)}
+// ResolveRolloutLimits resolves partition, maxSurge and maxUnavailable.
+// MaxSurge is forced to 0 while paused. MaxUnavailable is rounded down when
+// maxSurge > 0, up otherwise, as OpenKruise's controller does (its
+// validation always rounds up; we validate the same way, so the two can
+// differ: replicas 3, maxUnavailable 20%, maxSurge 10% validates as 1 and 1
+// but runs as 0 and 1).
+func ResolveRolloutLimits(cs *appsv1alpha1.CloneSet) (RolloutLimits, error) {
+	b := RolloutLimits{Replicas: replicasOf(cs)}
 	var err error
 	us := cs.Spec.UpdateStrategy
 	if b.Partition, err = Partition(us.Partition, b.Replicas); err != nil {
@@ -156,7 +159,7 @@ const (
 // PreparingDelete count towards replicas unless excludePreparingDelete.
 // Updated pods never move back to the current revision: we keep OpenKruise's
 // default (its CloneSetPartitionRollback gate is off by default).
-func CalculateDiffs(b Budgets, pods []*corev1.Pod, updateRevision string, view DiffView, podsToDelete map[string]bool,
+func CalculateDiffs(b RolloutLimits, pods []*corev1.Pod, updateRevision string, view DiffView, podsToDelete map[string]bool,
 	minReadySeconds int32, excludePreparingDelete bool, now time.Time) Diffs {
 	c := countPods(pods, updateRevision, view, podsToDelete, minReadySeconds, now)
 	var d Diffs

@@ -135,7 +135,7 @@ func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (A
 		a := Action{Type: SetState, Pod: pod, State: pub.LifecycleStatePreparingUpdate, ReaddHandlers: hook,
 			Reason: "a newer revision arrived while it waited in Updated"}
 		if hook.MarkPodNotReady {
-			a.NotReadyKey = pub.PodReadyKeyPreUpdateHook
+			a.AddNotReadyKey = pub.PodReadyKeyPreUpdateHook
 		}
 		return a, nil
 	}
@@ -145,7 +145,7 @@ func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (A
 		}
 		a := Action{Type: SetState, Pod: pod, State: pub.LifecycleStatePreparingUpdate, Reason: "picked for in-place update; its inPlaceUpdate hook holds it"}
 		if hook.MarkPodNotReady {
-			a.NotReadyKey = pub.PodReadyKeyPreUpdateHook
+			a.AddNotReadyKey = pub.PodReadyKeyPreUpdateHook
 		}
 		return a, nil
 	}
@@ -324,7 +324,7 @@ func refreshInPlace(s Snapshot, pod *corev1.Pod) (Action, bool) {
 		// Updated, so a pod whose handlers were back before the update
 		// finished (Updating → Normal) stays NotReady for good. We lift it
 		// whichever way the pod leaves Updating.
-		return Action{Type: SetState, Pod: pod, State: next, InPlaceReady: true, ReadyKey: pub.PodReadyKeyPreUpdateHook,
+		return Action{Type: SetState, Pod: pod, State: next, InPlaceReady: true, LiftNotReadyKey: pub.PodReadyKeyPreUpdateHook,
 			Reason: "its in-place update is done"}, true
 	case pub.LifecycleStatePreparingUpdate:
 		// Rolled back while held: the pod is at the update revision again,
@@ -336,7 +336,7 @@ func refreshInPlace(s Snapshot, pod *corev1.Pod) (Action, bool) {
 		if waitForHook {
 			next = pub.LifecycleStateUpdated
 		}
-		return Action{Type: SetState, Pod: pod, State: next, ReadyKey: pub.PodReadyKeyPreUpdateHook,
+		return Action{Type: SetState, Pod: pod, State: next, LiftNotReadyKey: pub.PodReadyKeyPreUpdateHook,
 			Reason: "the update it was held for was rolled back"}, true
 	case pub.LifecycleStateUpdated:
 		if waitForHook {

@@ -65,7 +65,7 @@ func TestInPlaceUpdateFlow(t *testing.T) {
 	s.Templates[newRev] = template("nginx:2")
 	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}, MarkPodNotReady: true}}
 	s.Pods = []*corev1.Pod{readyPod("a", oldRev, func(p *corev1.Pod) { p.Labels["hold"] = "true" }), readyPod("b", oldRev, func(p *corev1.Pod) { p.Labels["hold"] = "true" })}
-	if p, _ := Compute(s); len(p.Actions) != 1 || p.Actions[0].State != pub.LifecycleStatePreparingUpdate || p.Actions[0].NotReadyKey != pub.PodReadyKeyPreUpdateHook {
+	if p, _ := Compute(s); len(p.Actions) != 1 || p.Actions[0].State != pub.LifecycleStatePreparingUpdate || p.Actions[0].AddNotReadyKey != pub.PodReadyKeyPreUpdateHook {
 		t.Fatalf("hooked: %+v", p.Actions)
 	}
 }
@@ -102,7 +102,7 @@ func TestRollbackReleasesAHeldPod(t *testing.T) {
 	// own revision is the update revision again.
 	held := readyPod("a", newRev, inState(pub.LifecycleStatePreparingUpdate), func(p *corev1.Pod) { p.Labels["hold"] = "true" })
 	p, _ := Compute(snapshot(cs, held))
-	if len(p.Actions) != 1 || p.Actions[0].State != pub.LifecycleStateNormal || p.Actions[0].ReadyKey != pub.PodReadyKeyPreUpdateHook {
+	if len(p.Actions) != 1 || p.Actions[0].State != pub.LifecycleStateNormal || p.Actions[0].LiftNotReadyKey != pub.PodReadyKeyPreUpdateHook {
 		t.Fatalf("actions %+v", p.Actions)
 	}
 }

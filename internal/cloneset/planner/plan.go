@@ -93,15 +93,16 @@ type Action struct {
 	// State is the state SetState moves the pod to, or the state CreatePod
 	// creates it in.
 	State pub.LifecycleStateType
-	// NotReadyKey, on SetState, first makes the pod NotReady through its
+	// AddNotReadyKey, on SetState, first makes the pod NotReady through its
 	// KruisePodReady condition, recording this key (markPodNotReady).
-	NotReadyKey string
+	AddNotReadyKey string
 	// InPlaceReady, on SetState, first sets the pod's InPlaceUpdateReady
 	// condition back to True: its in-place update is done.
 	InPlaceReady bool
-	// ReadyKey, on SetState, first lifts the NotReady reason NotReadyKey
-	// once set with this key; the pod is Ready again if none is left.
-	ReadyKey string
+	// LiftNotReadyKey, on SetState, first lifts the NotReady reason an
+	// earlier AddNotReadyKey recorded under this key; the pod is Ready
+	// again if none is left.
+	LiftNotReadyKey string
 	// Change is what UpdateInPlace, or UpdateNextBatch, changes.
 	Change *InPlaceChange
 	// Conditions are, on InitPodReady and SetState, the readiness-gate
@@ -149,7 +150,7 @@ type Plan struct {
 // one step never both scales and updates (as OpenKruise).
 func Compute(s Snapshot) (Plan, error) {
 	cs := s.CloneSet
-	b, err := ResolveBudgets(cs)
+	b, err := ResolveRolloutLimits(cs)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -299,7 +300,7 @@ func deleteOrHold(preDelete *pub.LifecycleHook, pod *corev1.Pod, why string) Act
 	if lifecycle.IsHooked(preDelete, pod) {
 		a := Action{Type: SetState, Pod: pod, State: pub.LifecycleStatePreparingDelete, Reason: why + "; its preDelete hook holds it"}
 		if preDelete.MarkPodNotReady {
-			a.NotReadyKey = pub.PodReadyKeyPreDeleteHook
+			a.AddNotReadyKey = pub.PodReadyKeyPreDeleteHook
 		}
 		return a
 	}
@@ -350,7 +351,7 @@ func withInitPodReady(s Snapshot, actions []Action) []Action {
 		for _, t := range missingGateConditions(a.Pod) {
 			// A KruisePodReady reason added or lifted starts from a
 			// missing condition as from a True one.
-			if t != pub.KruisePodReadyConditionType || (a.NotReadyKey == "" && a.ReadyKey == "") {
+			if t != pub.KruisePodReadyConditionType || (a.AddNotReadyKey == "" && a.LiftNotReadyKey == "") {
 				a.Conditions = append(a.Conditions, t)
 			}
 		}

@@ -95,7 +95,7 @@ func TestCalculateDiffs(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := ResolveBudgets(tc.s.CloneSet)
+			b, err := ResolveRolloutLimits(tc.s.CloneSet)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,7 +312,7 @@ func TestMarkPodNotReady(t *testing.T) {
 	}
 	var got []string
 	for _, a := range p.Actions {
-		got = append(got, string(a.Type)+" "+a.Pod.Name+" "+a.NotReadyKey)
+		got = append(got, string(a.Type)+" "+a.Pod.Name+" "+a.AddNotReadyKey)
 	}
 	if want := []string{"SetState web-b preDeleteHook", "InitPodReady web-c "}; !slices.Equal(got, want) {
 		t.Errorf("actions %v, want %v; diffs %+v", got, want, p.Diffs)
@@ -321,7 +321,7 @@ func TestMarkPodNotReady(t *testing.T) {
 	cs.Spec.Lifecycle.PreDelete.MarkPodNotReady = false
 	cs.Spec.Replicas = ptr.To[int32](1)
 	p, _ = Compute(snapshot(cs, readyPod("a", newRev, held), readyPod("b", newRev, held)))
-	if len(p.Actions) != 1 || p.Actions[0].NotReadyKey != "" {
+	if len(p.Actions) != 1 || p.Actions[0].AddNotReadyKey != "" {
 		t.Errorf("actions %+v", p.Actions)
 	}
 }

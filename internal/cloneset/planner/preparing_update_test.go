@@ -85,7 +85,7 @@ func TestPreparingUpdateCountsAsUpdatedWhenScaling(t *testing.T) {
 	// The counting itself: the scaling view sees the held pod as updated,
 	// the updating view does not.
 	s := snapshot(newCS(2), held())
-	b, err := ResolveBudgets(s.CloneSet)
+	b, err := ResolveRolloutLimits(s.CloneSet)
 	if err != nil {
 		t.Fatal(err)
 	}

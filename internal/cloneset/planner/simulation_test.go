@@ -65,7 +65,7 @@ func (w *world) available() int {
 func (w *world) step() Plan {
 	w.t.Helper()
 	s := w.snapshot()
-	b, err := ResolveBudgets(w.cs)
+	b, err := ResolveRolloutLimits(w.cs)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestRandomizedRollouts(t *testing.T) {
 				}
 				w.progress(false)
 			}
-			b, _ := ResolveBudgets(w.cs)
+			b, _ := ResolveRolloutLimits(w.cs)
 			st := w.status
 			if int(st.Replicas) != b.Replicas || int(st.UpdatedReplicas) != b.Replicas-b.Partition || int(st.AvailableReplicas) != b.Replicas {
 				t.Fatalf("did not converge: replicas %d partition %d, status %+v", b.Replicas, b.Partition, st)
