@@ -4,8 +4,10 @@
 
 GO ?= go
 DEVCTL := $(GO) run ./hack/devctl
-# Packages of the main module, and of each tools module with tests of its own.
-TOOLS_MODULES := hack/tools/kwok
+# Modules besides the main one that make vet and make test cover: the
+# public API module and the tools modules with tests of their own.
+# (hack/kruisevectors, which builds OpenKruise, runs only by hand.)
+SUBMODULES := api hack/tools/kwok
 
 .PHONY: all
 all: build
@@ -21,8 +23,8 @@ dev: ## Run a local cluster with Lifeline and the demo; Ctrl-C tears it down.
 .PHONY: generate
 generate: ## Regenerate deepcopy functions, CRDs and RBAC from the API markers.
 	@CONTROLLER_GEN=$$($(DEVCTL) bin controller-gen) && \
-	  $$CONTROLLER_GEN object paths=./api/... && \
-	  $$CONTROLLER_GEN crd rbac:roleName=lifeline-manager webhook paths=./... \
+	  (cd api && $$CONTROLLER_GEN object paths=./...) && \
+	  $$CONTROLLER_GEN crd rbac:roleName=lifeline-manager webhook paths=./... paths=github.com/lifeline-k8s/lifeline/api/... \
 	    output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 	    output:webhook:artifacts:config=config/webhook && \
 	  $(GO) run ./hack/webhookselectors
@@ -34,13 +36,13 @@ verify-generated: ## Fail when committed generated files differ from fresh ones.
 .PHONY: vet
 vet:
 	$(GO) vet ./...
-	@for m in $(TOOLS_MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
+	@for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 	@test -z "$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go'); exit 1; }
 
 .PHONY: test
 test: verify-generated vet ## Unit, integration (envtest) and end-to-end (local cluster) tests.
 	KUBEBUILDER_ASSETS=$$($(DEVCTL) envtest) $(GO) test -count=1 -timeout 45m ./...
-	@for m in $(TOOLS_MODULES); do (cd $$m && $(GO) test -count=1 ./...) || exit 1; done
+	@for m in $(SUBMODULES); do (cd $$m && $(GO) test -count=1 ./...) || exit 1; done
 
 .PHONY: unit
 unit: ## Tests that need no API server.

@@ -249,5 +249,5 @@ type CloneSetList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&CloneSet{}, &CloneSetList{})
+	register(&CloneSet{}, &CloneSetList{})
 }

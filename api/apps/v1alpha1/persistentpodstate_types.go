@@ -131,5 +131,5 @@ type PersistentPodStateList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&PersistentPodState{}, &PersistentPodStateList{})
+	register(&PersistentPodState{}, &PersistentPodStateList{})
 }

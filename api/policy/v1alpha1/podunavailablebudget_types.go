@@ -112,5 +112,5 @@ type PodUnavailableBudgetList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&PodUnavailableBudget{}, &PodUnavailableBudgetList{})
+	register(&PodUnavailableBudget{}, &PodUnavailableBudgetList{})
 }

@@ -1,0 +1,127 @@
+// Package apimodule tests Lifeline's public API module the way a hook
+// operator meets it: from a module of its own, outside this repository.
+package apimodule
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/modfile"
+)
+
+const apiModule = "github.com/lifeline-k8s/lifeline/api"
+
+// The API module needs no replace directives and nothing beyond k8s.io/api
+// and k8s.io/apimachinery, so `go get` of it works from any operator's
+// go.mod, whatever controller-runtime or Kubernetes it builds against.
+func TestAPIModuleStandsAlone(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(apiDir(t), "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.Parse("go.mod", data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Module.Mod.Path != apiModule || len(f.Replace) != 0 {
+		t.Errorf("module %s with %d replace directives", f.Module.Mod.Path, len(f.Replace))
+	}
+	for _, r := range f.Require {
+		if !r.Indirect && r.Mod.Path != "k8s.io/api" && r.Mod.Path != "k8s.io/apimachinery" {
+			t.Errorf("the API module requires %s", r.Mod.Path)
+		}
+	}
+}
+
+// TestHookOperatorBuildsAgainstTheAPIModule: a throw-away module outside
+// the repository requires the API module, pointed at this copy, and builds
+// and runs a program using the CloneSet types and the lifecycle constants.
+// It never reaches the network: GOPROXY=off, the modules it needs are those
+// this repository's own build has in the module cache.
+func TestHookOperatorBuildsAgainstTheAPIModule(t *testing.T) {
+	dir := t.TempDir()
+	// The go.mod `go mod tidy` gives such an operator: the API module and
+	// what it needs, so the build reads no other module's go.mod.
+	apiMod, err := os.ReadFile(filepath.Join(apiDir(t), "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := modfile.Parse("go.mod", apiMod, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goMod := "module example.com/hookoperator\n\ngo 1.26.0\n\nrequire (\n\t" + apiModule + " v0.0.0\n"
+	for _, r := range api.Require {
+		goMod += "\t" + r.Mod.Path + " " + r.Mod.Version + " // indirect\n"
+	}
+	goMod += ")\n\nreplace " + apiModule + " => " + apiDir(t) + "\n"
+	sum, err := os.ReadFile(filepath.Join(apiDir(t), "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"go.mod": goMod, "go.sum": string(sum), "main.go": operator} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(name string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	run("go", "build", "-o", "operator", ".")
+	if out := run(filepath.Join(dir, "operator")); out != "CloneSet apps.kruise.io/v1alpha1 lifecycle.apps.kruise.io/state=PreparingDelete example.com/registered\n" {
+		t.Errorf("the operator printed %q", out)
+	}
+	for _, pkg := range strings.Fields(run("go", "list", "-deps", ".")) {
+		if strings.HasPrefix(pkg, "k8s.io/kubernetes") || strings.HasPrefix(pkg, "sigs.k8s.io/controller-runtime") || strings.HasPrefix(pkg, "k8s.io/client-go") {
+			t.Errorf("building against the API module pulls in %s", pkg)
+		}
+	}
+}
+
+func apiDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "api"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// operator is the throw-away hook operator's program.
+const operator = `package main
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+)
+
+func main() {
+	scheme := runtime.NewScheme()
+	if err := appsv1alpha1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	cs := &appsv1alpha1.CloneSet{}
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{FinalizersHandler: []string{"example.com/registered"}}}
+	kinds, _, err := scheme.ObjectKinds(cs)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%s %s %s=%s %s\n", kinds[0].Kind, kinds[0].GroupVersion(), pub.LifecycleStateKey, pub.LifecycleStatePreparingDelete,
+		cs.Spec.Lifecycle.PreDelete.FinalizersHandler[0])
+}
+`
