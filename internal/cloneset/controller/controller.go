@@ -33,6 +33,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/revision"
 	"github.com/lifeline-k8s/lifeline/internal/lifecycle"
+	"github.com/lifeline-k8s/lifeline/internal/podpatch"
 )
 
 // ownerIndex indexes pods, PVCs and revisions by the UID of their
@@ -500,27 +501,27 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 
 	case planner.SetState:
 		pod := a.Pod
-		p := newPodPatch(pod, true)
+		p := podpatch.New(pod, true)
 		for _, t := range a.Conditions {
-			p.setCondition(corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
+			p.SetCondition(corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
 		}
 		if a.InPlaceReady && hasGate(pod, pub.InPlaceUpdateReady) {
-			p.setCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
+			p.SetCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
 		}
 		// markPodNotReady reasons go in the same write as the state, so no
 		// operator acting on the new state sees the pod still Ready.
 		if cond, changed := kruisePodReady(pod, a.LiftNotReadyKey, a.AddNotReadyKey, now); changed {
-			p.setCondition(cond)
+			p.SetCondition(cond)
 		}
 		labels := map[string]string{pub.LifecycleStateKey: string(a.State)}
 		if h := a.ReaddHandlers; h != nil {
 			for k, v := range h.LabelsHandler {
 				labels[k] = v
 			}
-			p.addFinalizers(h.FinalizersHandler)
+			p.AddFinalizers(h.FinalizersHandler)
 		}
-		p.setLabels(labels)
-		p.setAnnotation(pub.LifecycleTimestampKey, now.Format(time.RFC3339))
+		p.SetLabels(labels)
+		p.SetAnnotation(pub.LifecycleTimestampKey, now.Format(time.RFC3339))
 		if err := r.applyPatch(ctx, key, p); err != nil {
 			return fail("patch", err)
 		}
@@ -542,9 +543,9 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 	case planner.InitPodReady:
 		// Guarded by labels too: the repair of InPlaceUpdateReady rests on
 		// the pod not being mid-update.
-		p := newPodPatch(a.Pod, true)
+		p := podpatch.New(a.Pod, true)
 		for _, t := range a.Conditions {
-			p.setCondition(corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
+			p.SetCondition(corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
 		}
 		if err := r.applyPatch(ctx, key, p); err != nil {
 			return fail("patch", err)
@@ -592,29 +593,29 @@ func stateOrNone(pod *corev1.Pod) string {
 
 // applyPatch sends p to the pod, or to its status subresource when it sets
 // conditions, and expects the cache to show the result.
-func (r *Reconciler) applyPatch(ctx context.Context, owner types.NamespacedName, p *podPatch) error {
-	if p.changesNothing() {
+func (r *Reconciler) applyPatch(ctx context.Context, owner types.NamespacedName, p *podpatch.Patch) error {
+	if p.ChangesNothing() {
 		return nil
 	}
-	data, err := p.data()
+	data, err := p.Data()
 	if err != nil {
 		return err
 	}
-	target := p.pod.DeepCopy()
+	target := p.Pod().DeepCopy()
 	patch := client.RawPatch(types.JSONPatchType, data)
-	if p.status {
+	if p.Status() {
 		err = r.Status().Patch(ctx, target, patch)
 	} else {
 		err = r.Patch(ctx, target, patch)
 	}
 	if err != nil {
-		if isStale(err) {
+		if podpatch.IsStale(err) {
 			stalePatches.WithLabelValues(owner.Namespace, owner.Name).Inc()
-			return &staleError{pod: p.pod.Name, err: err}
+			return &staleError{pod: p.Pod().Name, err: err}
 		}
-		return fmt.Errorf("patching pod %s: %w", p.pod.Name, err)
+		return fmt.Errorf("patching pod %s: %w", p.Pod().Name, err)
 	}
-	r.expectations.ExpectChanged(owner, p.pod.Name, p.pod.ResourceVersion, target.ResourceVersion, r.Clock.Now())
+	r.expectations.ExpectChanged(owner, p.Pod().Name, p.Pod().ResourceVersion, target.ResourceVersion, r.Clock.Now())
 	return nil
 }
 
@@ -713,8 +714,8 @@ func hasGate(pod *corev1.Pod, t corev1.PodConditionType) bool {
 func (r *Reconciler) updateInPlace(ctx context.Context, owner types.NamespacedName, a planner.Action, now time.Time) error {
 	pod := a.Pod
 	if hasGate(pod, pub.InPlaceUpdateReady) {
-		p := newPodPatch(pod, true)
-		p.setCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: "StartInPlaceUpdate", LastTransitionTime: metav1.NewTime(now)})
+		p := podpatch.New(pod, true)
+		p.SetCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: "StartInPlaceUpdate", LastTransitionTime: metav1.NewTime(now)})
 		if err := r.applyPatch(ctx, owner, p); err != nil {
 			return err
 		}
@@ -724,7 +725,7 @@ func (r *Reconciler) updateInPlace(ctx context.Context, owner types.NamespacedNa
 		LastContainerStatuses: map[string]pub.InPlaceUpdateContainerStatus{},
 		NextContainerImages:   a.Change.NextImages,
 	}
-	p := newPodPatch(pod, true)
+	p := podpatch.New(pod, true)
 	var batch []string
 	for i, c := range pod.Spec.Containers {
 		image, changed := a.Change.Images[c.Name]
@@ -733,7 +734,7 @@ func (r *Reconciler) updateInPlace(ctx context.Context, owner types.NamespacedNa
 		}
 		batch = append(batch, c.Name)
 		if a.Change.GraceSeconds == 0 {
-			p.setImage(i, c.Name, image)
+			p.SetImage(i, c.Name, image)
 		}
 		for _, st := range pod.Status.ContainerStatuses {
 			if st.Name == c.Name {
@@ -756,23 +757,23 @@ func (r *Reconciler) updateInPlace(ctx context.Context, owner types.NamespacedNa
 	labels[appsv1.ControllerRevisionHashLabelKey] = a.Revision
 	labels[appsv1.DefaultDeploymentUniqueLabelKey] = revision.ShortHash(a.Revision)
 	labels[pub.LifecycleStateKey] = string(pub.LifecycleStateUpdating)
-	p.setLabels(labels, a.Change.RemovedLabels...)
+	p.SetLabels(labels, a.Change.RemovedLabels...)
 	for k, v := range a.Change.Annotations {
-		p.setAnnotation(k, v)
+		p.SetAnnotation(k, v)
 	}
 	for _, k := range a.Change.RemovedAnnotations {
-		p.removeAnnotation(k)
+		p.RemoveAnnotation(k)
 	}
-	p.setAnnotation(pub.LifecycleTimestampKey, now.Format(time.RFC3339))
-	p.setAnnotation(pub.InPlaceUpdateStateKey, string(state))
-	p.removeAnnotation(pub.InPlaceUpdateStateKeyLegacy)
+	p.SetAnnotation(pub.LifecycleTimestampKey, now.Format(time.RFC3339))
+	p.SetAnnotation(pub.InPlaceUpdateStateKey, string(state))
+	p.RemoveAnnotation(pub.InPlaceUpdateStateKeyLegacy)
 	if a.Change.GraceSeconds > 0 {
 		// NotReady now, new images once the grace period is over.
 		grace, err := json.Marshal(planner.GraceSpec{Revision: a.Revision, ContainerImages: a.Change.Images, GraceSeconds: a.Change.GraceSeconds})
 		if err != nil {
 			return err
 		}
-		p.setAnnotation(pub.InPlaceUpdateGraceKey, string(grace))
+		p.SetAnnotation(pub.InPlaceUpdateGraceKey, string(grace))
 	}
 	return r.applyPatch(ctx, owner, p)
 }
@@ -790,8 +791,8 @@ func (r *Reconciler) updateNextBatch(ctx context.Context, owner types.Namespaced
 	if st.LastContainerStatuses == nil {
 		st.LastContainerStatuses = map[string]pub.InPlaceUpdateContainerStatus{}
 	}
-	p := newPodPatch(pod, true)
-	p.test(pointer("metadata", "annotations", pub.InPlaceUpdateStateKey), old)
+	p := podpatch.New(pod, true)
+	p.Test(podpatch.Pointer("metadata", "annotations", pub.InPlaceUpdateStateKey), old)
 	var batch []string
 	for i, c := range pod.Spec.Containers {
 		image, ok := a.Change.Images[c.Name]
@@ -799,7 +800,7 @@ func (r *Reconciler) updateNextBatch(ctx context.Context, owner types.Namespaced
 			continue
 		}
 		batch = append(batch, c.Name)
-		p.setImage(i, c.Name, image)
+		p.SetImage(i, c.Name, image)
 		for _, cst := range pod.Status.ContainerStatuses {
 			if cst.Name == c.Name {
 				st.LastContainerStatuses[c.Name] = pub.InPlaceUpdateContainerStatus{ImageID: cst.ImageID}
@@ -815,7 +816,7 @@ func (r *Reconciler) updateNextBatch(ctx context.Context, owner types.Namespaced
 	if err != nil {
 		return nil, err
 	}
-	p.setAnnotation(pub.InPlaceUpdateStateKey, string(data))
+	p.SetAnnotation(pub.InPlaceUpdateStateKey, string(data))
 	return batch, r.applyPatch(ctx, owner, p)
 }
 
@@ -823,13 +824,13 @@ func (r *Reconciler) updateNextBatch(ctx context.Context, owner types.Namespaced
 // period.
 func (r *Reconciler) finishGrace(ctx context.Context, owner types.NamespacedName, pod *corev1.Pod) error {
 	grace := planner.Grace(pod)
-	p := newPodPatch(pod, true)
+	p := podpatch.New(pod, true)
 	for i, c := range pod.Spec.Containers {
 		if image, ok := grace.ContainerImages[c.Name]; ok {
-			p.setImage(i, c.Name, image)
+			p.SetImage(i, c.Name, image)
 		}
 	}
-	p.removeAnnotation(pub.InPlaceUpdateGraceKey)
+	p.RemoveAnnotation(pub.InPlaceUpdateGraceKey)
 	return r.applyPatch(ctx, owner, p)
 }
 

@@ -1,10 +1,9 @@
-package controller
+package podpatch
 
 import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -43,9 +42,9 @@ func testPod() *corev1.Pod {
 
 // apply applies p to pod the way the API server applies a JSON patch
 // (the same library), and decodes the result.
-func apply(t *testing.T, p *podPatch, pod *corev1.Pod) (*corev1.Pod, error) {
+func apply(t *testing.T, p *Patch, pod *corev1.Pod) (*corev1.Pod, error) {
 	t.Helper()
-	data, err := p.data()
+	data, err := p.Data()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,14 +78,14 @@ func condition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition 
 
 func TestPodPatchChangesWhatItSays(t *testing.T) {
 	pod := testPod()
-	p := newPodPatch(pod, true)
-	p.setLabels(map[string]string{pub.LifecycleStateKey: "Updating", "version": "2"}, "app")
-	p.setAnnotation("a", "1")
-	p.setAnnotation("b/c~d", "2")
-	p.setImage(1, "sidecar", "envoy:2")
-	p.addFinalizers([]string{"example.com/drain"})
-	p.setCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: "StartInPlaceUpdate", LastTransitionTime: metav1.NewTime(t1)})
-	p.setCondition(corev1.PodCondition{Type: "Other", Status: corev1.ConditionTrue})
+	p := New(pod, true)
+	p.SetLabels(map[string]string{pub.LifecycleStateKey: "Updating", "version": "2"}, "app")
+	p.SetAnnotation("a", "1")
+	p.SetAnnotation("b/c~d", "2")
+	p.SetImage(1, "sidecar", "envoy:2")
+	p.AddFinalizers([]string{"example.com/drain"})
+	p.SetCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: "StartInPlaceUpdate", LastTransitionTime: metav1.NewTime(t1)})
+	p.SetCondition(corev1.PodCondition{Type: "Other", Status: corev1.ConditionTrue})
 	if !p.status {
 		t.Error("a patch that sets conditions must go to pods/status")
 	}
@@ -120,8 +119,8 @@ func TestPodPatchChangesWhatItSays(t *testing.T) {
 
 func TestPodPatchKeepsTransitionTimeOfAnUnchangedStatus(t *testing.T) {
 	pod := testPod()
-	p := newPodPatch(pod, false)
-	p.setCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t1)})
+	p := New(pod, false)
+	p.SetCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t1)})
 	got, err := apply(t, p, pod)
 	if err != nil {
 		t.Fatal(err)
@@ -133,12 +132,12 @@ func TestPodPatchKeepsTransitionTimeOfAnUnchangedStatus(t *testing.T) {
 
 func TestPodPatchOnABarePod(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", UID: "uid-b"}}
-	p := newPodPatch(pod, true)
-	p.setLabels(map[string]string{pub.LifecycleStateKey: "Normal"})
-	p.setAnnotation(pub.LifecycleTimestampKey, "now")
-	p.setAnnotation("second", "x")
-	p.setCondition(corev1.PodCondition{Type: pub.KruisePodReadyConditionType, Status: corev1.ConditionTrue})
-	p.setCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue})
+	p := New(pod, true)
+	p.SetLabels(map[string]string{pub.LifecycleStateKey: "Normal"})
+	p.SetAnnotation(pub.LifecycleTimestampKey, "now")
+	p.SetAnnotation("second", "x")
+	p.SetCondition(corev1.PodCondition{Type: pub.KruisePodReadyConditionType, Status: corev1.ConditionTrue})
+	p.SetCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue})
 	got, err := apply(t, p, pod)
 	if err != nil {
 		t.Fatal(err)
@@ -151,12 +150,12 @@ func TestPodPatchOnABarePod(t *testing.T) {
 // What the patch must refuse (the decision rested on it) and what it must
 // ride over (the kubelet's own writes, other annotations).
 func TestPodPatchGuards(t *testing.T) {
-	build := func(pod *corev1.Pod) *podPatch {
-		p := newPodPatch(pod, true)
-		p.setLabels(map[string]string{pub.LifecycleStateKey: "PreparingUpdate"})
-		if c, ok := kruisePodReady(pod, "", pub.PodReadyKeyPreUpdateHook, t1); ok {
-			p.setCondition(c)
-		}
+	build := func(pod *corev1.Pod) *Patch {
+		p := New(pod, true)
+		p.SetLabels(map[string]string{pub.LifecycleStateKey: "PreparingUpdate"})
+		// markPodNotReady's condition as the CloneSet controller writes it.
+		p.SetCondition(corev1.PodCondition{Type: pub.KruisePodReadyConditionType, Status: corev1.ConditionFalse,
+			Message: `[{"userAgent":"Lifecycle","key":"preUpdateHook"}]`, LastTransitionTime: metav1.NewTime(t1)})
 		return p
 	}
 	for _, c := range []struct {
@@ -209,49 +208,6 @@ func TestPodPatchGuards(t *testing.T) {
 	}
 }
 
-func TestKruisePodReady(t *testing.T) {
-	withMessage := func(status corev1.ConditionStatus, message string) *corev1.Pod {
-		pod := testPod()
-		pod.Status.Conditions[2].Status, pod.Status.Conditions[2].Message = status, message
-		return pod
-	}
-	const (
-		update = `[{"userAgent":"Lifecycle","key":"preUpdateHook"}]`
-		both   = `[{"userAgent":"Lifecycle","key":"preDeleteHook"},{"userAgent":"Lifecycle","key":"preUpdateHook"}]`
-	)
-	for _, c := range []struct {
-		name        string
-		pod         *corev1.Pod
-		lift, add   string
-		changed     bool
-		status      corev1.ConditionStatus
-		wantMessage string
-	}{
-		{"add to a Ready pod", withMessage(corev1.ConditionTrue, ""), "", pub.PodReadyKeyPreUpdateHook, true, corev1.ConditionFalse, update},
-		{"add what is there", withMessage(corev1.ConditionFalse, update), "", pub.PodReadyKeyPreUpdateHook, false, "", ""},
-		{"add a second", withMessage(corev1.ConditionFalse, update), "", pub.PodReadyKeyPreDeleteHook, true, corev1.ConditionFalse, both},
-		{"lift the last", withMessage(corev1.ConditionFalse, update), pub.PodReadyKeyPreUpdateHook, "", true, corev1.ConditionTrue, "[]"},
-		{"lift one of two", withMessage(corev1.ConditionFalse, both), pub.PodReadyKeyPreUpdateHook, "", true, corev1.ConditionFalse, `[{"userAgent":"Lifecycle","key":"preDeleteHook"}]`},
-		{"lift what is not there", withMessage(corev1.ConditionTrue, ""), pub.PodReadyKeyPreUpdateHook, "", false, "", ""},
-		{"lift and add in one write", withMessage(corev1.ConditionFalse, update), pub.PodReadyKeyPreUpdateHook, pub.PodReadyKeyPreDeleteHook, true, corev1.ConditionFalse, `[{"userAgent":"Lifecycle","key":"preDeleteHook"}]`},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			cond, changed := kruisePodReady(c.pod, c.lift, c.add, t1)
-			if changed != c.changed {
-				t.Fatalf("changed = %v, want %v", changed, c.changed)
-			}
-			if changed && (cond.Status != c.status || cond.Message != c.wantMessage) {
-				t.Errorf("condition = %s %q, want %s %q", cond.Status, cond.Message, c.status, c.wantMessage)
-			}
-		})
-	}
-	ungated := testPod()
-	ungated.Spec.ReadinessGates = nil
-	if _, changed := kruisePodReady(ungated, "", pub.PodReadyKeyPreDeleteHook, t1); changed {
-		t.Error("a pod without the KruisePodReady gate is changed; the condition would not make it NotReady")
-	}
-}
-
 func TestIsStale(t *testing.T) {
 	// The API server answers a JSON patch it cannot apply exactly so
 	// (k8s.io/apiserver's patcher); the test in test/integration checks it
@@ -269,11 +225,8 @@ func TestIsStale(t *testing.T) {
 		{apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "web-a"), false},
 		{errors.New("connection refused"), false},
 	} {
-		if got := isStale(c.err); got != c.want {
-			t.Errorf("isStale(%v) = %v, want %v", c.err, got, c.want)
+		if got := IsStale(c.err); got != c.want {
+			t.Errorf("IsStale(%v) = %v, want %v", c.err, got, c.want)
 		}
-	}
-	if !strings.Contains((&staleError{pod: "web-a", err: refused}).Error(), "web-a") {
-		t.Error("a stale error does not name its pod")
 	}
 }

@@ -1,4 +1,10 @@
-package controller
+// Package podpatch writes pods the way every Lifeline controller must: as
+// one JSON patch (RFC 6902) whose test operations check what the decision
+// rested on (the pod's UID, labels and finalizers, a condition's position,
+// type and message), so a write planned from a stale view fails instead of
+// undoing someone else's change, while the kubelet's own status writes do
+// not make it fail.
+package podpatch
 
 import (
 	"encoding/json"
@@ -12,7 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// podPatch is one JSON patch (RFC 6902) of a pod, guarded by test
+// Patch is one JSON patch (RFC 6902) of a pod, guarded by test
 // operations on what the plan's decision rested on instead of by the pod's
 // resourceVersion.
 //
@@ -25,7 +31,7 @@ import (
 // finalizers (hook handlers), so those are what is tested: a patch still
 // fails, and the pod is planned again, when an operator moved a hook label
 // in between, but not when the kubelet reported a restart.
-type podPatch struct {
+type Patch struct {
 	pod *corev1.Pod
 	ops []patchOp
 	// labels is the pod's label set after the patch, once changed.
@@ -55,7 +61,8 @@ func (o patchOp) MarshalJSON() ([]byte, error) {
 
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
-func pointer(parts ...string) string {
+// Pointer is the JSON pointer (RFC 6901) to the member at parts.
+func Pointer(parts ...string) string {
 	var b strings.Builder
 	for _, p := range parts {
 		b.WriteByte('/')
@@ -64,14 +71,14 @@ func pointer(parts ...string) string {
 	return b.String()
 }
 
-// newPodPatch starts a patch of pod that applies only to the pod the plan
+// New starts a patch of pod that applies only to the pod the plan
 // saw: same UID and, with guardDecision, the same labels and finalizers.
-func newPodPatch(pod *corev1.Pod, guardDecision bool) *podPatch {
-	p := &podPatch{pod: pod}
-	p.test(pointer("metadata", "uid"), string(pod.UID))
+func New(pod *corev1.Pod, guardDecision bool) *Patch {
+	p := &Patch{pod: pod}
+	p.Test(Pointer("metadata", "uid"), string(pod.UID))
 	if guardDecision {
-		p.test(pointer("metadata", "labels"), nilIfEmpty(pod.Labels))
-		p.test(pointer("metadata", "finalizers"), nilIfEmpty(pod.Finalizers))
+		p.Test(Pointer("metadata", "labels"), nilIfEmpty(pod.Labels))
+		p.Test(Pointer("metadata", "finalizers"), nilIfEmpty(pod.Finalizers))
 	}
 	return p
 }
@@ -96,13 +103,21 @@ func nilIfEmpty[T any](v T) any {
 	return v
 }
 
-func (p *podPatch) test(path string, value any) {
+// Pod is the pod the patch is for, as the plan saw it.
+func (p *Patch) Pod() *corev1.Pod { return p.pod }
+
+// Status reports whether the patch goes to the pods/status subresource: it
+// sets conditions.
+func (p *Patch) Status() bool { return p.status }
+
+// Test adds a test operation: the patch applies only if path holds value.
+func (p *Patch) Test(path string, value any) {
 	p.ops = append(p.ops, patchOp{Op: "test", Path: path, Value: value})
 }
 
 // setLabels sets and removes labels. The whole label set is written, which
 // is safe because it was tested (newPodPatch with guardDecision).
-func (p *podPatch) setLabels(set map[string]string, remove ...string) {
+func (p *Patch) SetLabels(set map[string]string, remove ...string) {
 	if p.labels == nil {
 		p.labels = map[string]string{}
 		for k, v := range p.pod.Labels {
@@ -118,24 +133,24 @@ func (p *podPatch) setLabels(set map[string]string, remove ...string) {
 }
 
 // setAnnotation sets one annotation, leaving the others as they are by then.
-func (p *podPatch) setAnnotation(key, value string) {
-	if p.pod.Annotations == nil && !p.hasOp("add", pointer("metadata", "annotations")) {
-		p.test(pointer("metadata", "annotations"), nil)
-		p.ops = append(p.ops, patchOp{Op: "add", Path: pointer("metadata", "annotations"), Value: map[string]string{}})
+func (p *Patch) SetAnnotation(key, value string) {
+	if p.pod.Annotations == nil && !p.HasOp("add", Pointer("metadata", "annotations")) {
+		p.Test(Pointer("metadata", "annotations"), nil)
+		p.ops = append(p.ops, patchOp{Op: "add", Path: Pointer("metadata", "annotations"), Value: map[string]string{}})
 	}
-	p.ops = append(p.ops, patchOp{Op: "add", Path: pointer("metadata", "annotations", key), Value: value})
+	p.ops = append(p.ops, patchOp{Op: "add", Path: Pointer("metadata", "annotations", key), Value: value})
 }
 
 // removeAnnotation removes one annotation the pod had when planned.
-func (p *podPatch) removeAnnotation(key string) {
+func (p *Patch) RemoveAnnotation(key string) {
 	if _, ok := p.pod.Annotations[key]; ok {
-		p.ops = append(p.ops, patchOp{Op: "remove", Path: pointer("metadata", "annotations", key)})
+		p.ops = append(p.ops, patchOp{Op: "remove", Path: Pointer("metadata", "annotations", key)})
 	}
 }
 
 // addFinalizers adds finalizers the pod lacks. The whole list is written,
 // which is safe because it was tested (newPodPatch with guardDecision).
-func (p *podPatch) addFinalizers(finalizers []string) {
+func (p *Patch) AddFinalizers(finalizers []string) {
 	list := slices.Clone(p.pod.Finalizers)
 	for _, f := range finalizers {
 		if !slices.Contains(list, f) {
@@ -143,20 +158,20 @@ func (p *podPatch) addFinalizers(finalizers []string) {
 		}
 	}
 	if len(list) > len(p.pod.Finalizers) {
-		p.ops = append(p.ops, patchOp{Op: "add", Path: pointer("metadata", "finalizers"), Value: list})
+		p.ops = append(p.ops, patchOp{Op: "add", Path: Pointer("metadata", "finalizers"), Value: list})
 	}
 }
 
 // setImage changes the image of the container at index i, named name.
-func (p *podPatch) setImage(i int, name, image string) {
+func (p *Patch) SetImage(i int, name, image string) {
 	base := []string{"spec", "containers", strconv.Itoa(i)}
-	p.test(pointer(append(base, "name")...), name)
-	p.ops = append(p.ops, patchOp{Op: "replace", Path: pointer(append(base, "image")...), Value: image})
+	p.Test(Pointer(append(base, "name")...), name)
+	p.ops = append(p.ops, patchOp{Op: "replace", Path: Pointer(append(base, "image")...), Value: image})
 }
 
 // setCondition sets a pod condition, keeping its lastTransitionTime when
 // its status does not change. The patch goes to pods/status.
-func (p *podPatch) setCondition(c corev1.PodCondition) {
+func (p *Patch) SetCondition(c corev1.PodCondition) {
 	for i := range p.conditions {
 		if p.conditions[i].Type == c.Type {
 			p.conditions[i] = c
@@ -167,7 +182,7 @@ func (p *podPatch) setCondition(c corev1.PodCondition) {
 	p.status = true
 }
 
-func (p *podPatch) hasOp(op, path string) bool {
+func (p *Patch) HasOp(op, path string) bool {
 	for _, o := range p.ops {
 		if o.Op == op && o.Path == path {
 			return true
@@ -177,7 +192,7 @@ func (p *podPatch) hasOp(op, path string) bool {
 }
 
 // changesNothing reports whether the patch holds no change at all.
-func (p *podPatch) changesNothing() bool {
+func (p *Patch) ChangesNothing() bool {
 	if p.labels != nil || len(p.conditions) > 0 {
 		return false
 	}
@@ -191,12 +206,12 @@ func (p *podPatch) changesNothing() bool {
 
 // data renders the patch. Conditions are replaced by index, each index
 // tested to still hold the condition's type, or appended.
-func (p *podPatch) data() ([]byte, error) {
+func (p *Patch) Data() ([]byte, error) {
 	ops := slices.Clone(p.ops)
 	if p.labels != nil {
-		ops = append(ops, patchOp{Op: "add", Path: pointer("metadata", "labels"), Value: p.labels})
+		ops = append(ops, patchOp{Op: "add", Path: Pointer("metadata", "labels"), Value: p.labels})
 	}
-	conditionsPath := pointer("status", "conditions")
+	conditionsPath := Pointer("status", "conditions")
 	appended := false
 	for _, c := range p.conditions {
 		i := slices.IndexFunc(p.pod.Status.Conditions, func(old corev1.PodCondition) bool { return old.Type == c.Type })
@@ -224,13 +239,13 @@ func (p *podPatch) data() ([]byte, error) {
 	return json.Marshal(ops)
 }
 
-// isStale reports whether a write failed because the pod is no longer what
+// IsStale reports whether a write failed because the pod is no longer what
 // the plan saw: a resourceVersion conflict, or a JSON patch the API server
 // could not apply. The server reports the latter as a bare 422, without
 // the causes a validation error carries; since our patches are well formed
 // by construction (see the tests), it means a test failed or a path the
 // plan saw is gone. The pod is simply planned again from the cache.
-func isStale(err error) bool {
+func IsStale(err error) bool {
 	if apierrors.IsConflict(err) {
 		return true
 	}
