@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/revision"
+	"github.com/lifeline-k8s/lifeline/internal/disruption"
 	"github.com/lifeline-k8s/lifeline/internal/lifecycle"
 	"github.com/lifeline-k8s/lifeline/internal/podpatch"
 )
@@ -72,6 +74,9 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	Clock     clock.Clock
 	Options   Options
+	// Disruptions is asked before a pod is deleted or updated in place;
+	// nil allows every disruption (no budgets).
+	Disruptions disruption.Check
 
 	expectations *expectations
 	// parsed caches, per CloneSet, the pod template of each live revision
@@ -201,6 +206,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		CreateNormal:                  r.Options.CreatePodsNormal,
 		ClaimTemplateHashes:           revs.claimTemplateHashes(),
 		RecreateOnClaimTemplateChange: r.Options.RecreateOnClaimTemplateChange,
+		Disruptions:                   r.Disruptions,
 		NewInstanceID:                 randomID, Now: now,
 	}
 	status := cs.Status.DeepCopy()
@@ -241,6 +247,9 @@ func (r *Reconciler) sync(ctx context.Context, cs *appsv1alpha1.CloneSet, snap p
 		r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "FailedPlan", "Plan", "%v", err)
 		planner.SetFailure(status, appsv1alpha1.CloneSetConditionFailedUpdate, err, snap.Now)
 		return ctrl.Result{}, err
+	}
+	if len(plan.Held) > 0 {
+		r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "DisruptionNotAllowed", "Disrupt", "%s", heldMessage(plan.Held))
 	}
 	if plan.ScaleUpLimited {
 		r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "ScaleUpLimited", "Scale",
@@ -578,6 +587,15 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 
 	}
 	return nil
+}
+
+// heldMessage says which pods wait for a disruption budget, and why.
+func heldMessage(held []planner.Held) string {
+	parts := make([]string, 0, len(held))
+	for _, h := range held {
+		parts = append(parts, fmt.Sprintf("%s: %s", h.Pod.Name, h.Reason))
+	}
+	return "waiting to disrupt pods the budget does not allow now: " + strings.Join(parts, "; ")
 }
 
 // staleRetry is when a CloneSet whose pod changed under a write is planned

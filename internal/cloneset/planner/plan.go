@@ -14,6 +14,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/disruption"
 	"github.com/lifeline-k8s/lifeline/internal/lifecycle"
 )
 
@@ -48,6 +49,9 @@ type Snapshot struct {
 	// OpenKruise up to v1.8 did. By default they start in PreparingNormal
 	// and become Normal once scheduled, as in v1.9.
 	CreateNormal bool
+	// Disruptions is consulted before a pod is deleted or updated in place
+	// (PodUnavailableBudget); nil allows everything.
+	Disruptions disruption.Check
 	// NewInstanceID returns a random instance id; the planner rerolls ids
 	// that are taken.
 	NewInstanceID func() string
@@ -143,7 +147,20 @@ type Plan struct {
 	// RequeueAfter asks for another look after this long even if nothing
 	// changes, e.g. when a pod will pass minReadySeconds.
 	RequeueAfter time.Duration
+	// Held are pods the plan would have deleted or updated in place but
+	// the disruption check did not allow now.
+	Held []Held
 }
+
+// Held is a pod whose disruption the check refused, and why.
+type Held struct {
+	Pod    *corev1.Pod
+	Reason string
+}
+
+// heldRetry is when a plan with held pods looks again: a budget frees up
+// without any event on the CloneSet.
+const heldRetry = 5 * time.Second
 
 // Compute plans the next step. It scales first; only when scaling has
 // nothing to do does it refresh lifecycle states and then update pods, so
@@ -172,7 +189,7 @@ func Compute(s Snapshot) (Plan, error) {
 	// does, so that scaling up does not wait for scaling to finish before
 	// its pods can become Ready.
 	if actions := scale(s, &p, podsToDelete); len(actions) > 0 {
-		p.Phase, p.Actions = PhaseScale, withInitPodReady(s, actions)
+		p.Phase, p.Actions = PhaseScale, withInitPodReady(s, p.allowed(s, actions))
 		return p, nil
 	}
 	if actions := refreshStates(s); len(actions) > 0 {
@@ -181,8 +198,48 @@ func Compute(s Snapshot) (Plan, error) {
 	}
 	p.Phase, p.Diffs = PhaseUpdate, diffs(UpdatingView)
 	p.Actions, err = update(s, p.Diffs)
-	p.Actions = withInitPodReady(s, p.Actions)
+	p.Actions = withInitPodReady(s, p.allowed(s, p.Actions))
 	return p, err
+}
+
+// allowed drops the actions that would take a pod out of service when the
+// disruption check does not allow it now, recording them as held.
+func (p *Plan) allowed(s Snapshot, actions []Action) []Action {
+	if s.Disruptions == nil {
+		return actions
+	}
+	kept := actions[:0:0]
+	for _, a := range actions {
+		kind, disrupts := disruptionOf(a)
+		if disrupts {
+			if ok, reason := s.Disruptions.Allow(a.Pod, kind); !ok {
+				p.Held = append(p.Held, Held{Pod: a.Pod, Reason: reason})
+				continue
+			}
+		}
+		kept = append(kept, a)
+	}
+	if len(p.Held) > 0 && (p.RequeueAfter == 0 || heldRetry < p.RequeueAfter) {
+		p.RequeueAfter = heldRetry
+	}
+	return kept
+}
+
+// disruptionOf says whether an action takes its pod out of service, and
+// how: deleting it or holding it for deletion, updating it in place or
+// holding it for that.
+func disruptionOf(a Action) (disruption.Kind, bool) {
+	switch {
+	case a.Type == DeletePod:
+		return disruption.Delete, true
+	case a.Type == SetState && a.State == pub.LifecycleStatePreparingDelete:
+		return disruption.Delete, true
+	case a.Type == UpdateInPlace:
+		return disruption.InPlaceUpdate, true
+	case a.Type == SetState && a.State == pub.LifecycleStatePreparingUpdate && State(a.Pod) != pub.LifecycleStatePreparingUpdate:
+		return disruption.InPlaceUpdate, true
+	}
+	return "", false
 }
 
 func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []Action {

@@ -1,0 +1,31 @@
+// Package disruption is where a workload controller asks whether it may
+// take a pod out of service now. The CloneSet planner consults a Check
+// before it deletes a pod or updates it in place; PodUnavailableBudget is
+// the Check that can say no. Checks are pure: they judge from a snapshot
+// the controller read, so planning stays free of I/O.
+package disruption
+
+import corev1 "k8s.io/api/core/v1"
+
+// Kind is how a pod would be disrupted.
+type Kind string
+
+const (
+	// Delete deletes the pod (or holds it in PreparingDelete first).
+	Delete Kind = "Delete"
+	// InPlaceUpdate updates the pod in place (or holds it in
+	// PreparingUpdate first), which takes it out of service meanwhile.
+	InPlaceUpdate Kind = "InPlaceUpdate"
+)
+
+// Check says whether pod may be disrupted by kind now. When it may not,
+// reason says why in words a user can act on (which budget, its numbers).
+type Check interface {
+	Allow(pod *corev1.Pod, kind Kind) (ok bool, reason string)
+}
+
+// AllowAll is the Check of a cluster without budgets.
+type AllowAll struct{}
+
+// Allow allows every disruption.
+func (AllowAll) Allow(*corev1.Pod, Kind) (bool, string) { return true, "" }
