@@ -35,6 +35,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/revision"
 	"github.com/lifeline-k8s/lifeline/internal/disruption"
 	"github.com/lifeline-k8s/lifeline/internal/lifecycle"
+	"github.com/lifeline-k8s/lifeline/internal/podfacts"
 	"github.com/lifeline-k8s/lifeline/internal/podpatch"
 )
 
@@ -545,8 +546,8 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 				"pod %s stays Ready in %s: it has no %s readiness gate (created before markPodNotReady was set); recreate it to get one",
 				a.Pod.Name, a.State, pub.KruisePodReadyConditionType)
 		}
-		if since := planner.StateSince(a.Pod); !since.IsZero() && planner.State(a.Pod) != "" {
-			stateDuration.WithLabelValues(string(planner.State(a.Pod))).Observe(now.Sub(since).Seconds())
+		if since := podfacts.StateSince(a.Pod); !since.IsZero() && podfacts.State(a.Pod) != "" {
+			stateDuration.WithLabelValues(string(podfacts.State(a.Pod))).Observe(now.Sub(since).Seconds())
 		}
 
 	case planner.InitPodReady:
@@ -603,7 +604,7 @@ func heldMessage(held []planner.Held) string {
 const staleRetry = time.Second
 
 func stateOrNone(pod *corev1.Pod) string {
-	if s := planner.State(pod); s != "" {
+	if s := podfacts.State(pod); s != "" {
 		return string(s)
 	}
 	return "(none)"
@@ -787,7 +788,7 @@ func (r *Reconciler) updateInPlace(ctx context.Context, owner types.NamespacedNa
 	p.RemoveAnnotation(pub.InPlaceUpdateStateKeyLegacy)
 	if a.Change.GraceSeconds > 0 {
 		// NotReady now, new images once the grace period is over.
-		grace, err := json.Marshal(planner.GraceSpec{Revision: a.Revision, ContainerImages: a.Change.Images, GraceSeconds: a.Change.GraceSeconds})
+		grace, err := json.Marshal(podfacts.GraceSpec{Revision: a.Revision, ContainerImages: a.Change.Images, GraceSeconds: a.Change.GraceSeconds})
 		if err != nil {
 			return err
 		}
@@ -802,7 +803,7 @@ func (r *Reconciler) updateInPlace(ctx context.Context, owner types.NamespacedNa
 func (r *Reconciler) updateNextBatch(ctx context.Context, owner types.NamespacedName, a planner.Action, now time.Time) ([]string, error) {
 	pod := a.Pod
 	old := pod.Annotations[pub.InPlaceUpdateStateKey]
-	st := planner.InPlaceUpdateState(pod)
+	st := podfacts.InPlaceUpdateState(pod)
 	if st == nil {
 		return nil, fmt.Errorf("pod %s has no in-place update state", pod.Name)
 	}
@@ -841,7 +842,7 @@ func (r *Reconciler) updateNextBatch(ctx context.Context, owner types.Namespaced
 // finishGrace applies the images held back for an in-place update's grace
 // period.
 func (r *Reconciler) finishGrace(ctx context.Context, owner types.NamespacedName, pod *corev1.Pod) error {
-	grace := planner.Grace(pod)
+	grace := podfacts.Grace(pod)
 	p := podpatch.New(pod, true)
 	for i, c := range pod.Spec.Containers {
 		if image, ok := grace.ContainerImages[c.Name]; ok {

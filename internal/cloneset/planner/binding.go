@@ -6,6 +6,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podfacts"
 )
 
 // BindingState decides whether the write that binds pod to a node should
@@ -26,7 +27,7 @@ func BindingState(cs *appsv1alpha1.CloneSet, pod *corev1.Pod) (pub.LifecycleStat
 	if ref == nil || ref.UID != cs.UID || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
 		return "", false
 	}
-	if State(pod) != pub.LifecycleStatePreparingNormal {
+	if podfacts.State(pod) != pub.LifecycleStatePreparingNormal {
 		return "", false
 	}
 	if lifecycleHook(cs, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal }) != nil {

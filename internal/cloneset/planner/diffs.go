@@ -10,6 +10,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podfacts"
 )
 
 // Diffs is how far the pods are from the spec: how many to create and
@@ -104,12 +105,12 @@ func countPods(pods []*corev1.Pod, updateRevision string, view DiffView, podsToD
 	var c podCounts
 	c.total = len(pods)
 	for _, pod := range pods {
-		updated := IsUpdated(pod, updateRevision) || (view == ScalingView && State(pod) == pub.LifecycleStatePreparingUpdate)
+		updated := IsUpdated(pod, updateRevision) || (view == ScalingView && podfacts.State(pod) == pub.LifecycleStatePreparingUpdate)
 		if !updated {
 			c.old++
 		}
 		switch {
-		case State(pod) == pub.LifecycleStatePreparingDelete:
+		case podfacts.State(pod) == pub.LifecycleStatePreparingDelete:
 			if updated {
 				c.preDeletingNew++
 			} else {
@@ -119,18 +120,18 @@ func countPods(pods []*corev1.Pod, updateRevision string, view DiffView, podsToD
 			c.activeNew++
 			if IsSpecifiedDelete(pod, podsToDelete) {
 				c.toDeleteNew++
-			} else if !IsAvailable(pod, minReadySeconds, now) {
+			} else if !podfacts.IsAvailable(pod, minReadySeconds, now) {
 				c.unavailableNew++
 			}
 		default:
 			c.activeOld++
 			if IsSpecifiedDelete(pod, podsToDelete) {
 				c.toDeleteOld++
-			} else if !IsAvailable(pod, minReadySeconds, now) {
+			} else if !podfacts.IsAvailable(pod, minReadySeconds, now) {
 				c.unavailableOld++
 			}
 		}
-		if State(pod) != pub.LifecycleStatePreparingDelete && IsSpecifiedDelete(pod, podsToDelete) && !IsAvailable(pod, 0, now) {
+		if podfacts.State(pod) != pub.LifecycleStatePreparingDelete && IsSpecifiedDelete(pod, podsToDelete) && !podfacts.IsAvailable(pod, 0, now) {
 			c.toDeleteUnavailable++
 		}
 	}

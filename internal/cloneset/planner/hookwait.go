@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	"github.com/lifeline-k8s/lifeline/internal/podfacts"
 )
 
 // hookStates are the states in which a pod waits for a hook operator.
@@ -19,16 +20,6 @@ var hookStates = map[pub.LifecycleStateType]bool{
 	pub.LifecycleStatePreparingDelete: true,
 }
 
-// StateSince is when the pod entered its lifecycle state, from the timestamp
-// annotation, or the zero time.
-func StateSince(pod *corev1.Pod) time.Time {
-	t, err := time.Parse(time.RFC3339, pod.Annotations[pub.LifecycleTimestampKey])
-	if err != nil {
-		return time.Time{}
-	}
-	return t
-}
-
 // WaitingOnHooks lists the pods that have waited on a hook for longer than
 // limit, as "name (state)", and says when the next pod will
 // cross the limit, so a user sees why a rollout or a deletion does not move.
@@ -37,8 +28,8 @@ func WaitingOnHooks(pods []*corev1.Pod, limit time.Duration, now time.Time) (stu
 		return nil, 0
 	}
 	for _, pod := range pods {
-		state := State(pod)
-		since := StateSince(pod)
+		state := podfacts.State(pod)
+		since := podfacts.StateSince(pod)
 		if !hookStates[state] || since.IsZero() {
 			continue
 		}

@@ -1,10 +1,8 @@
 package planner
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +11,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/lifecycle"
+	"github.com/lifeline-k8s/lifeline/internal/podfacts"
 )
 
 // InPlaceChange is what an in-place update changes: container images, by
@@ -33,27 +32,6 @@ type InPlaceChange struct {
 	// before its images change (inPlaceUpdateStrategy.gracePeriodSeconds):
 	// the images wait in the grace annotation meanwhile.
 	GraceSeconds int32
-}
-
-// GraceSpec is what the grace annotation holds: the images to apply once
-// the grace period is over.
-type GraceSpec struct {
-	Revision        string            `json:"revision"`
-	ContainerImages map[string]string `json:"containerImages,omitempty"`
-	GraceSeconds    int32             `json:"graceSeconds,omitempty"`
-}
-
-// Grace reads a pod's pending grace-period update, or nil.
-func Grace(pod *corev1.Pod) *GraceSpec {
-	raw, ok := pod.Annotations[pub.InPlaceUpdateGraceKey]
-	if !ok {
-		return nil
-	}
-	g := &GraceSpec{}
-	if json.Unmarshal([]byte(raw), g) != nil {
-		return nil
-	}
-	return g
 }
 
 // CanUpdateInPlace reports the change from one template to the next if it
@@ -124,11 +102,11 @@ func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (A
 	// before its operator registered it (reference §2.3, edge). We fix
 	// it: such a pod is left alone, by the inPlaceUpdate hook too, until
 	// it is released (recreating it, above, needs no registration).
-	if preNormal := lifecycleHook(cs, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal }); State(pod) == pub.LifecycleStatePreparingNormal &&
+	if preNormal := lifecycleHook(cs, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal }); podfacts.State(pod) == pub.LifecycleStatePreparingNormal &&
 		preNormal != nil && !lifecycle.IsAllHooked(preNormal, pod) {
 		return Action{}, nil
 	}
-	if State(pod) == pub.LifecycleStateUpdated && hook != nil {
+	if podfacts.State(pod) == pub.LifecycleStateUpdated && hook != nil {
 		// A newer revision came while the pod waited in Updated for its
 		// handlers: put them back, so the operator sees a fresh
 		// PreparingUpdate and runs its hook for this update too.
@@ -140,7 +118,7 @@ func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (A
 		return a, nil
 	}
 	if lifecycle.IsHooked(hook, pod) {
-		if State(pod) == pub.LifecycleStatePreparingUpdate {
+		if podfacts.State(pod) == pub.LifecycleStatePreparingUpdate {
 			return Action{}, nil // still held
 		}
 		a := Action{Type: SetState, Pod: pod, State: pub.LifecycleStatePreparingUpdate, Reason: "picked for in-place update; its inPlaceUpdate hook holds it"}
@@ -149,7 +127,7 @@ func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (A
 		}
 		return a, nil
 	}
-	switch State(pod) {
+	switch podfacts.State(pod) {
 	case "", pub.LifecycleStateNormal, pub.LifecycleStatePreparingNormal, pub.LifecycleStatePreparingUpdate:
 	default:
 		return Action{}, nil // mid-update or held elsewhere; not now
@@ -214,7 +192,7 @@ func splitBatch(containers []corev1.Container, images map[string]string) (now, n
 // start: the previous batch runs its new images and its containers are
 // Ready (preCheckBeforeNext).
 func nextBatch(pod *corev1.Pod, st *pub.InPlaceUpdateState) (*InPlaceChange, bool) {
-	if st == nil || len(st.NextContainerImages) == 0 || !containersUpdated(pod, st) {
+	if st == nil || len(st.NextContainerImages) == 0 || !podfacts.ContainersUpdated(pod, st) {
 		return nil, false
 	}
 	if st.PreCheckBeforeNext != nil {
@@ -243,55 +221,6 @@ func revisionOf(pod *corev1.Pod, templates map[string]*corev1.PodTemplateSpec) s
 	return ""
 }
 
-// InPlaceUpdateState reads a pod's in-place update record, or nil.
-func InPlaceUpdateState(pod *corev1.Pod) *pub.InPlaceUpdateState {
-	raw, ok := pod.Annotations[pub.InPlaceUpdateStateKey]
-	if !ok {
-		return nil
-	}
-	st := &pub.InPlaceUpdateState{}
-	if json.Unmarshal([]byte(raw), st) != nil {
-		return nil
-	}
-	return st
-}
-
-// InPlaceUpdateDone reports whether an in-place update is over: no grace
-// period or container batch is pending, and every container it changed
-// runs its new image.
-func InPlaceUpdateDone(pod *corev1.Pod) bool {
-	if Grace(pod) != nil {
-		return false
-	}
-	st := InPlaceUpdateState(pod)
-	if st == nil {
-		return true
-	}
-	return len(st.NextContainerImages) == 0 && containersUpdated(pod, st)
-}
-
-// containersUpdated reports whether every container the update changed so
-// far runs its new image: its status shows a new imageID, or the spec's
-// image (the same image behind a new tag keeps its imageID). As in
-// OpenKruise, a spec image without a tag is compared as ":latest".
-func containersUpdated(pod *corev1.Pod, st *pub.InPlaceUpdateState) bool {
-	statuses := map[string]corev1.ContainerStatus{}
-	for _, cs := range pod.Status.ContainerStatuses {
-		statuses[cs.Name] = cs
-	}
-	for _, c := range pod.Spec.Containers {
-		last, changed := st.LastContainerStatuses[c.Name]
-		if !changed {
-			continue
-		}
-		status, ok := statuses[c.Name]
-		if !ok || (status.ImageID == last.ImageID && status.Image != withDefaultTag(c.Image)) {
-			return false
-		}
-	}
-	return true
-}
-
 // refreshInPlace moves pods on once their in-place update is done: from
 // Updating to Updated while the inPlaceUpdate hook's handlers are not all
 // back, else to Normal; from Updated to Normal once they are. The
@@ -300,20 +229,20 @@ func containersUpdated(pod *corev1.Pod, st *pub.InPlaceUpdateState) bool {
 func refreshInPlace(s Snapshot, pod *corev1.Pod) (Action, bool) {
 	hook := lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.InPlaceUpdate })
 	waitForHook := s.CloneSet.Spec.Lifecycle != nil && hook != nil && !lifecycle.IsAllHooked(hook, pod)
-	switch State(pod) {
+	switch podfacts.State(pod) {
 	case pub.LifecycleStateUpdating:
-		if g := Grace(pod); g != nil {
-			st := InPlaceUpdateState(pod)
+		if g := podfacts.Grace(pod); g != nil {
+			st := podfacts.InPlaceUpdateState(pod)
 			if st == nil || !s.Now.Before(st.UpdateTimestamp.Add(time.Duration(g.GraceSeconds)*time.Second)) {
 				return Action{Type: FinishGrace, Pod: pod, Reason: "its grace period is over"}, true
 			}
 			return Action{}, false
 		}
-		if change, ok := nextBatch(pod, InPlaceUpdateState(pod)); ok {
-			return Action{Type: UpdateNextBatch, Pod: pod, Change: change, Revision: InPlaceUpdateState(pod).Revision,
+		if change, ok := nextBatch(pod, podfacts.InPlaceUpdateState(pod)); ok {
+			return Action{Type: UpdateNextBatch, Pod: pod, Change: change, Revision: podfacts.InPlaceUpdateState(pod).Revision,
 				Reason: "the previous container batch runs and is Ready"}, true
 		}
-		if !InPlaceUpdateDone(pod) {
+		if !podfacts.InPlaceUpdateDone(pod) {
 			return Action{}, false
 		}
 		next := pub.LifecycleStateNormal
@@ -347,20 +276,11 @@ func refreshInPlace(s Snapshot, pod *corev1.Pod) (Action, bool) {
 	return Action{}, false
 }
 
-// withDefaultTag appends ":latest" to an image without a ":" (OpenKruise's
-// rule, which also leaves "host:port/name" alone).
-func withDefaultTag(image string) string {
-	if strings.Contains(image, ":") {
-		return image
-	}
-	return image + ":latest"
-}
-
 // graceWait is how long until the next pending grace period ends, or 0.
 func graceWait(pods []*corev1.Pod, now time.Time) time.Duration {
 	var next time.Duration
 	for _, pod := range pods {
-		g, st := Grace(pod), InPlaceUpdateState(pod)
+		g, st := podfacts.Grace(pod), podfacts.InPlaceUpdateState(pod)
 		if g == nil || st == nil {
 			continue
 		}

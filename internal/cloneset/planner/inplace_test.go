@@ -10,6 +10,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podfacts"
 )
 
 func template(image string, env ...corev1.EnvVar) *corev1.PodTemplateSpec {
@@ -297,7 +298,7 @@ func TestInPlaceUpdateByContainerPriority(t *testing.T) {
 			}
 		})
 	}
-	if pod := updating(corev1.ContainerStatus{Name: "redis", Image: "redis:2", ImageID: "id-redis:2", Ready: true}); InPlaceUpdateDone(pod) {
+	if pod := updating(corev1.ContainerStatus{Name: "redis", Image: "redis:2", ImageID: "id-redis:2", Ready: true}); podfacts.InPlaceUpdateDone(pod) {
 		t.Error("done with a batch still waiting")
 	}
 }
@@ -308,7 +309,7 @@ func TestCompletionComparesUntaggedImagesAsLatest(t *testing.T) {
 		p.Annotations = map[string]string{pub.InPlaceUpdateStateKey: `{"revision":"x","updateTimestamp":null,"lastContainerStatuses":{"main":{"imageID":"same"}}}`}
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "nginx:latest", ImageID: "same"}}
 	})
-	if !InPlaceUpdateDone(pod) {
+	if !podfacts.InPlaceUpdateDone(pod) {
 		t.Error(`"nginx" running as "nginx:latest" with an unchanged imageID is not done`)
 	}
 }

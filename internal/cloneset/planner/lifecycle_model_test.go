@@ -15,6 +15,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/lifecycle"
+	"github.com/lifeline-k8s/lifeline/internal/podfacts"
 )
 
 // allowedMoves are the lifecycle transitions of OpenKruise's state machine
@@ -95,7 +96,7 @@ func TestLifecycleModel(t *testing.T) {
 					// The operator: releases held pods, puts handlers back
 					// on updated ones, at random.
 					if rng.Intn(3) == 0 {
-						switch State(p) {
+						switch podfacts.State(p) {
 						case pub.LifecycleStatePreparingUpdate:
 							p.Labels[hold] = "false"
 						case pub.LifecycleStatePreparingDelete:
@@ -144,8 +145,8 @@ func TestLifecycleModel(t *testing.T) {
 						delete(pods, a.Pod.Name)
 					case SetState:
 						p := pods[a.Pod.Name]
-						if !allowed(State(p), a.State) {
-							t.Fatalf("step %d: %s moved %s → %s", step, p.Name, State(p), a.State)
+						if !allowed(podfacts.State(p), a.State) {
+							t.Fatalf("step %d: %s moved %s → %s", step, p.Name, podfacts.State(p), a.State)
 						}
 						p.Labels[pub.LifecycleStateKey] = string(a.State)
 						if a.ReaddHandlers != nil {
@@ -163,8 +164,8 @@ func TestLifecycleModel(t *testing.T) {
 						if lifecycle.IsHooked(cs.Spec.Lifecycle.InPlaceUpdate, p) {
 							t.Fatalf("step %d: updated %s in place while its inPlaceUpdate hook holds it", step, p.Name)
 						}
-						if !allowed(State(p), pub.LifecycleStateUpdating) {
-							t.Fatalf("step %d: %s updated from %s", step, p.Name, State(p))
+						if !allowed(podfacts.State(p), pub.LifecycleStateUpdating) {
+							t.Fatalf("step %d: %s updated from %s", step, p.Name, podfacts.State(p))
 						}
 						setModelCondition(p, pub.InPlaceUpdateReady, corev1.ConditionFalse)
 						if rng.Intn(5) == 0 {
@@ -188,7 +189,7 @@ func TestLifecycleModel(t *testing.T) {
 					notUpdating := func(p *corev1.Pod) bool {
 						for _, c := range p.Status.Conditions {
 							if c.Type == pub.InPlaceUpdateReady {
-								return c.Status == corev1.ConditionFalse && State(p) != pub.LifecycleStateUpdating
+								return c.Status == corev1.ConditionFalse && podfacts.State(p) != pub.LifecycleStateUpdating
 							}
 						}
 						return false
@@ -201,7 +202,7 @@ func TestLifecycleModel(t *testing.T) {
 						retried = retried || (a.Type == UpdateInPlace && a.Pod.Name == p.Name)
 					}
 					if !retried {
-						t.Fatalf("step %d: %s left NotReady through InPlaceUpdateReady in state %s", step, p.Name, State(p))
+						t.Fatalf("step %d: %s left NotReady through InPlaceUpdateReady in state %s", step, p.Name, podfacts.State(p))
 					}
 				}
 				if st, _ := Status(s, appsv1alpha1.CloneSetStatus{}, 0, ""); st.CurrentRevision == update {

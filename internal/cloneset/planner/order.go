@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	"github.com/lifeline-k8s/lifeline/internal/podfacts"
 )
 
 // podDeletionCost is the annotation that ranks pods for scale-in; lower goes
@@ -64,7 +65,7 @@ func SortForScaleIn(pods []*corev1.Pod, spread []corev1.TopologySpreadConstraint
 		if less, decided := lessByProgress(a, b); decided {
 			return less
 		}
-		if aa, ba := IsAvailable(a, minReadySeconds, now), IsAvailable(b, minReadySeconds, now); aa != ba {
+		if aa, ba := podfacts.IsAvailable(a, minReadySeconds, now), podfacts.IsAvailable(b, minReadySeconds, now); aa != ba {
 			return !aa
 		}
 		if ar, br := podReadyCondition(a), podReadyCondition(b); ar != br {
@@ -96,7 +97,7 @@ func lessByProgress(a, b *corev1.Pod) (less, decided bool) {
 // ready for the shorter time, the more restarted, then the newer goes first.
 func keepOrderTail(a, b *corev1.Pod) bool {
 	if podReadyCondition(a) && podReadyCondition(b) {
-		ta, tb := readySince(a), readySince(b)
+		ta, tb := podfacts.ReadySince(a), podfacts.ReadySince(b)
 		if !ta.Equal(tb) {
 			return ta.After(tb)
 		}
@@ -124,7 +125,7 @@ func sameNodeRank(pods []*corev1.Pod, minReadySeconds int32, now time.Time) map[
 	for _, group := range byNode {
 		sort.SliceStable(group, func(i, j int) bool {
 			a, b := group[i], group[j]
-			if aa, ba := IsAvailable(a, minReadySeconds, now), IsAvailable(b, minReadySeconds, now); aa != ba {
+			if aa, ba := podfacts.IsAvailable(a, minReadySeconds, now), podfacts.IsAvailable(b, minReadySeconds, now); aa != ba {
 				return aa
 			}
 			return !keepOrderTail(a, b)
@@ -201,7 +202,7 @@ func SortForUpdate(pods []*corev1.Pod, strategy *pub.UpdatePriorityStrategy, sca
 	}
 	scatterOrder(pods, scatter)
 	sort.SliceStable(pods, func(i, j int) bool {
-		return State(pods[i]) == pub.LifecycleStatePreparingUpdate && State(pods[j]) != pub.LifecycleStatePreparingUpdate
+		return podfacts.State(pods[i]) == pub.LifecycleStatePreparingUpdate && podfacts.State(pods[j]) != pub.LifecycleStatePreparingUpdate
 	})
 }
 
@@ -280,7 +281,7 @@ func LimitUpdate(candidates, all []*corev1.Pod, updateNum, maxUnavailable int, t
 	}
 	unavailable, targetUnavailable := 0, 0
 	for _, p := range all {
-		if !IsAvailable(p, minReadySeconds, now) {
+		if !podfacts.IsAvailable(p, minReadySeconds, now) {
 			unavailable++
 			if IsUpdated(p, target) {
 				targetUnavailable++
@@ -292,7 +293,7 @@ func LimitUpdate(candidates, all []*corev1.Pod, updateNum, maxUnavailable int, t
 		if targetUnavailable+len(picked) >= maxUnavailable {
 			break
 		}
-		if IsAvailable(p, minReadySeconds, now) {
+		if podfacts.IsAvailable(p, minReadySeconds, now) {
 			if unavailable >= maxUnavailable {
 				break
 			}

@@ -16,6 +16,7 @@ import (
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/disruption"
 	"github.com/lifeline-k8s/lifeline/internal/lifecycle"
+	"github.com/lifeline-k8s/lifeline/internal/podfacts"
 )
 
 // Snapshot is what the planner sees of a CloneSet.
@@ -236,7 +237,7 @@ func disruptionOf(a Action) (disruption.Kind, bool) {
 		return disruption.Delete, true
 	case a.Type == UpdateInPlace:
 		return disruption.InPlaceUpdate, true
-	case a.Type == SetState && a.State == pub.LifecycleStatePreparingUpdate && State(a.Pod) != pub.LifecycleStatePreparingUpdate:
+	case a.Type == SetState && a.State == pub.LifecycleStatePreparingUpdate && podfacts.State(a.Pod) != pub.LifecycleStatePreparingUpdate:
 		return disruption.InPlaceUpdate, true
 	}
 	return "", false
@@ -260,7 +261,7 @@ func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []Action {
 	var held, specified []*corev1.Pod
 	for _, pod := range s.Pods {
 		switch {
-		case State(pod) == pub.LifecycleStatePreparingDelete:
+		case podfacts.State(pod) == pub.LifecycleStatePreparingDelete:
 			held = append(held, pod)
 			if !lifecycle.IsHooked(preDelete, pod) {
 				actions = append(actions, Action{Type: DeletePod, Pod: pod, Reason: "its preDelete hook was released"})
@@ -277,7 +278,7 @@ func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []Action {
 	// ones within the budget.
 	budget := d.DeleteReadyLimit
 	for _, pod := range specified {
-		if IsAvailable(pod, 0, s.Now) {
+		if podfacts.IsAvailable(pod, 0, s.Now) {
 			if budget <= 0 {
 				continue
 			}
@@ -305,7 +306,7 @@ func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []Action {
 		SortForScaleIn(updated, spread, s.NodeLabels, cs.Spec.MinReadySeconds, s.Now)
 		chosen := append(old[:fromOld:fromOld], updated[:min(d.ScaleDownNum-fromOld, len(updated))]...)
 		for _, pod := range chosen {
-			if IsAvailable(pod, 0, s.Now) {
+			if podfacts.IsAvailable(pod, 0, s.Now) {
 				if budget <= 0 {
 					continue
 				}
@@ -330,7 +331,7 @@ func revivePreparingDelete(s Snapshot, podsToDelete map[string]bool) []Action {
 	leaving := 0
 	var held []*corev1.Pod
 	for _, pod := range s.Pods {
-		preparing := State(pod) == pub.LifecycleStatePreparingDelete
+		preparing := podfacts.State(pod) == pub.LifecycleStatePreparingDelete
 		if preparing || IsSpecifiedDelete(pod, podsToDelete) {
 			leaving++
 		}
@@ -420,7 +421,7 @@ func withInitPodReady(s Snapshot, actions []Action) []Action {
 		}
 		set := missingGateConditions(pod)
 		reason := "a new pod's readiness gates"
-		if len(set) > 0 && preNormal == nil && State(pod) == pub.LifecycleStatePreparingNormal && pod.Spec.NodeName == "" {
+		if len(set) > 0 && preNormal == nil && podfacts.State(pod) == pub.LifecycleStatePreparingNormal && pod.Spec.NodeName == "" {
 			// It cannot be Ready before it runs, and the write that
 			// makes it Normal once scheduled carries the conditions.
 			set = nil
@@ -455,7 +456,7 @@ func missingGateConditions(pod *corev1.Pod) []corev1.PodConditionType {
 // False though no in-place update of it is under way.
 func strandedNotReady(pod *corev1.Pod) bool {
 	status, _ := conditionStatus(pod, pub.InPlaceUpdateReady)
-	return status == corev1.ConditionFalse && State(pod) != pub.LifecycleStateUpdating && Grace(pod) == nil && pod.DeletionTimestamp == nil
+	return status == corev1.ConditionFalse && podfacts.State(pod) != pub.LifecycleStateUpdating && podfacts.Grace(pod) == nil && pod.DeletionTimestamp == nil
 }
 
 func conditionStatus(pod *corev1.Pod, t corev1.PodConditionType) (corev1.ConditionStatus, bool) {
@@ -528,7 +529,7 @@ func refreshStates(s Snapshot) []Action {
 			actions = append(actions, a)
 			continue
 		}
-		if State(pod) != pub.LifecycleStatePreparingNormal {
+		if podfacts.State(pod) != pub.LifecycleStatePreparingNormal {
 			continue
 		}
 		switch {
@@ -550,7 +551,7 @@ func update(s Snapshot, d Diffs) ([]Action, error) {
 	}
 	var candidates []*corev1.Pod
 	for _, pod := range s.Pods {
-		if !IsUpdated(pod, s.UpdateRevision) && State(pod) != pub.LifecycleStatePreparingDelete {
+		if !IsUpdated(pod, s.UpdateRevision) && podfacts.State(pod) != pub.LifecycleStatePreparingDelete {
 			candidates = append(candidates, pod)
 		}
 	}
@@ -602,7 +603,7 @@ func lifecycleHook(cs *appsv1alpha1.CloneSet, pick func(*pub.Lifecycle) *pub.Lif
 func nextAvailability(pods []*corev1.Pod, minReadySeconds int32, now time.Time) time.Duration {
 	var next time.Duration
 	for _, pod := range pods {
-		if wait := untilAvailable(pod, minReadySeconds, now); wait > 0 && (next == 0 || wait < next) {
+		if wait := podfacts.UntilAvailable(pod, minReadySeconds, now); wait > 0 && (next == 0 || wait < next) {
 			next = wait
 		}
 	}

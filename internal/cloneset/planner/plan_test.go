@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	"github.com/lifeline-k8s/lifeline/internal/podfacts"
 )
 
 func TestCalculateDiffs(t *testing.T) {
@@ -264,10 +265,10 @@ func TestMinReadySecondsDelaysAvailability(t *testing.T) {
 	justReady := readyPod("a", newRev, func(p *corev1.Pod) {
 		p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-4 * time.Second))
 	})
-	if !IsAvailable(justReady, 0, now) || IsAvailable(justReady, 10, now) || !IsAvailable(justReady, 4, now) {
+	if !podfacts.IsAvailable(justReady, 0, now) || podfacts.IsAvailable(justReady, 10, now) || !podfacts.IsAvailable(justReady, 4, now) {
 		t.Error("availability ignores minReadySeconds")
 	}
-	if !IsReady(justReady, 0, now) {
+	if !podfacts.IsReady(justReady, 0, now) {
 		t.Error("ready needs no minReadySeconds")
 	}
 	cs := cloneSet(1, "", "", "")
@@ -280,7 +281,7 @@ func TestMinReadySecondsDelaysAvailability(t *testing.T) {
 		t.Errorf("requeue after %v, want the 6s until the pod is available", p.RequeueAfter)
 	}
 	for _, s := range []pub.LifecycleStateType{pub.LifecycleStatePreparingNormal, pub.LifecycleStatePreparingDelete, pub.LifecycleStateUpdated} {
-		if IsAvailable(readyPod("b", newRev, inState(s)), 0, now) {
+		if podfacts.IsAvailable(readyPod("b", newRev, inState(s)), 0, now) {
 			t.Errorf("a pod in %s counts as available", s)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podfacts"
 )
 
 // world is a model cluster for one CloneSet: the planner's plans are applied
@@ -53,7 +54,7 @@ func (w *world) snapshot() Snapshot {
 func (w *world) available() int {
 	n := 0
 	for _, p := range w.pods {
-		if IsAvailable(p, w.cs.Spec.MinReadySeconds, w.now) {
+		if podfacts.IsAvailable(p, w.cs.Spec.MinReadySeconds, w.now) {
 			n++
 		}
 	}
@@ -101,7 +102,7 @@ func (w *world) step() Plan {
 	// it does not make it worse.
 	if deficit := b.Replicas - w.available(); deficit > max(deficitBefore, b.MaxUnavailable) {
 		for _, p := range s.Pods {
-			w.t.Logf("before: %s rev=%s ready=%v state=%s labels=%v", p.Name, p.Labels[appsv1.ControllerRevisionHashLabelKey], IsReady(p, 0, w.now), State(p), p.Labels)
+			w.t.Logf("before: %s rev=%s ready=%v state=%s labels=%v", p.Name, p.Labels[appsv1.ControllerRevisionHashLabelKey], podfacts.IsReady(p, 0, w.now), podfacts.State(p), p.Labels)
 		}
 		w.t.Logf("budgets %+v diffs %+v", b, plan.Diffs)
 		w.t.Fatalf("plan %v left %d of %d replicas unavailable (before %d, maxUnavailable %d)", names(plan.Actions), deficit, b.Replicas, deficitBefore, b.MaxUnavailable)
@@ -230,7 +231,7 @@ func TestRandomizedRollouts(t *testing.T) {
 				t.Fatalf("did not converge: replicas %d partition %d, status %+v", b.Replicas, b.Partition, st)
 			}
 			for _, p := range w.pods {
-				if _, marked := p.Labels[appsv1alpha1.SpecifiedDeleteKey]; marked || State(p) != pub.LifecycleStateNormal {
+				if _, marked := p.Labels[appsv1alpha1.SpecifiedDeleteKey]; marked || podfacts.State(p) != pub.LifecycleStateNormal {
 					t.Fatalf("pod %s left %v", p.Name, p.Labels)
 				}
 			}
