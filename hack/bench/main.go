@@ -188,7 +188,7 @@ func removeBindingWebhook(ctx context.Context, k8s ctrlclient.Client) error {
 	if err := k8s.Get(ctx, ctrlclient.ObjectKey{Name: "lifeline-mutating-webhooks"}, cfg); err != nil {
 		return err
 	}
-	cfg.Webhooks = slices.DeleteFunc(cfg.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == "mpodbinding.lifeline.dev" })
+	cfg.Webhooks = slices.DeleteFunc(cfg.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == "mpod.lifeline.dev" })
 	return k8s.Update(ctx, cfg)
 }
 

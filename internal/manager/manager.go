@@ -13,12 +13,14 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	clonesetcontroller "github.com/lifeline-k8s/lifeline/internal/cloneset/controller"
 	clonesetwebhook "github.com/lifeline-k8s/lifeline/internal/cloneset/webhook"
+	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 )
 
 // Options configure the controllers.
@@ -63,7 +65,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 // starts.
 func SetupWebhooks(mgr ctrl.Manager) {
 	server := mgr.GetWebhookServer()
-	clonesetwebhook.Register(server, admission.NewDecoder(mgr.GetScheme()), mgr.GetClient(), mgr.GetAPIReader())
+	decoder := admission.NewDecoder(mgr.GetScheme())
+	clonesetwebhook.Register(server, decoder, mgr.GetClient())
+
+	// Pod admission: features register in the order they run.
+	mutating, validating := &podadmission.Mutating{}, &podadmission.Validating{}
+	mutating.Register("cloneset-normal-in-bind", clonesetwebhook.NewBindingMutator(decoder, mgr.GetClient(), mgr.GetAPIReader()), clonesetwebhook.BindingTarget)
+	server.Register(podadmission.MutatePath, &webhook.Admission{Handler: mutating})
+	server.Register(podadmission.ValidatePath, &webhook.Admission{Handler: validating})
 }
 
 // WebhooksReadyCheck is a readiness check that fails until ready is closed

@@ -45,7 +45,7 @@ var (
 // webhooks are tested against the API server in test/integration; here
 // the pod binding webhook runs on every bind, as in make dev.
 const (
-	bindingWebhook        = "mpodbinding.lifeline.dev"
+	bindingWebhook        = "mpod.lifeline.dev"
 	bindingWebhookConfig  = "lifeline-e2e-mutating"
 	webhookCertSecretName = "lifeline-e2e-webhook-certs"
 )

@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -20,21 +20,25 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
+	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 )
 
-// BindingPath serves the pod binding webhook.
-const BindingPath = "/mutate-pod-binding"
-
-// The binding webhook sits on every bind in the cluster, so it fails open
+// The binding mutator runs in the pod mutating webhook (internal/
+// podadmission) on every bind in the cluster, so that webhook fails open
 // (failurePolicy Ignore, two seconds): a bind it does not answer simply
 // leaves the pod in PreparingNormal, and the CloneSet controller moves it
 // to Normal once it sees the pod scheduled. System namespaces are excluded
-// by the configuration's namespaceSelector (added by hack/webhookselectors,
-// since controller-gen has no marker for it) and again here.
-// +kubebuilder:webhook:path=/mutate-pod-binding,mutating=true,failurePolicy=ignore,timeoutSeconds=2,sideEffects=None,groups="",resources=pods/binding,verbs=create,versions=v1,name=mpodbinding.lifeline.dev,admissionReviewVersions=v1
+// by the configuration's namespaceSelector and again here.
 
-// SystemNamespaces are never touched by the binding webhook.
-var SystemNamespaces = []string{metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+// BindingTarget is what the binding mutator admits: pods/binding CREATE.
+var BindingTarget = podadmission.Target{SubResource: "binding", Operation: admissionv1.Create}
+
+// NewBindingMutator returns the pod admission feature that makes a CloneSet
+// pod Normal in its bind. cache is the manager's cache; live reads around
+// it what the cache does not show yet.
+func NewBindingMutator(decoder admission.Decoder, cache, live client.Reader) podadmission.Mutator {
+	return &bindingDefaulter{decoder: decoder, cache: cache, live: live, now: time.Now}
+}
 
 var bindings = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "lifeline_cloneset_binding_state_total",
@@ -64,24 +68,20 @@ func (d *bindingDefaulter) get(ctx context.Context, key client.ObjectKey, obj cl
 	return err
 }
 
-func (d *bindingDefaulter) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if req.Operation != admissionv1.Create || req.SubResource != "binding" || isSystemNamespace(req.Namespace) {
-		return admission.Allowed("")
+func (d *bindingDefaulter) Mutate(ctx context.Context, req admission.Request, raw []byte) ([]byte, error) {
+	if isSystemNamespace(req.Namespace) {
+		return raw, nil
 	}
 	binding := &corev1.Binding{}
-	if err := d.decoder.Decode(req, binding); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+	if err := d.decoder.DecodeRaw(runtime.RawExtension{Raw: raw}, binding); err != nil {
+		return nil, err
 	}
 	result, mutated := d.decide(ctx, req, binding)
 	bindings.WithLabelValues(result).Inc()
 	if mutated == nil {
-		return admission.Allowed("")
+		return raw, nil
 	}
-	raw, err := json.Marshal(mutated)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
-	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	return json.Marshal(mutated)
 }
 
 // decide returns the result for the metric and the binding to send, or nil
@@ -127,7 +127,7 @@ func (d *bindingDefaulter) decide(ctx context.Context, req admission.Request, bi
 }
 
 func isSystemNamespace(ns string) bool {
-	for _, s := range SystemNamespaces {
+	for _, s := range podadmission.SystemNamespaces {
 		if ns == s {
 			return true
 		}

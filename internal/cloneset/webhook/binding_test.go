@@ -17,6 +17,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 )
 
 func TestBindingWebhook(t *testing.T) {
@@ -37,13 +38,19 @@ func TestBindingWebhook(t *testing.T) {
 		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			Operation: admissionv1.Create, SubResource: "binding", Namespace: ns, Name: "web-a", Object: runtime.RawExtension{Raw: raw}}}
 	}
+	// Through the pod admission entry point, as the manager serves it.
+	handle := func(h *bindingDefaulter, req admission.Request) admission.Response {
+		m := &podadmission.Mutating{}
+		m.Register("binding", h, BindingTarget)
+		return m.Handle(context.Background(), req)
+	}
 	binding := &corev1.Binding{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Binding"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-a", UID: "pod-uid"}, Target: corev1.ObjectReference{Kind: "Node", Name: "n"}}
 
 	h := handler(cs.DeepCopy(), pod.DeepCopy())
 	stored := &corev1.Pod{}
 	_ = h.cache.Get(context.Background(), client.ObjectKeyFromObject(pod), stored)
-	resp := h.Handle(context.Background(), request("ns", binding))
+	resp := handle(h, request("ns", binding))
 	if !resp.Allowed || len(resp.Patches) == 0 {
 		t.Fatalf("want an allowed, patched bind: %+v", resp)
 	}
@@ -67,7 +74,7 @@ func TestBindingWebhook(t *testing.T) {
 	// A pod OpenKruise v1.9 made names its CloneSet by v1beta1.
 	migrated := pod.DeepCopy()
 	migrated.OwnerReferences[0].APIVersion = "apps.kruise.io/v1beta1"
-	if resp := handler(cs.DeepCopy(), migrated).Handle(context.Background(), request("ns", binding)); len(resp.Patches) == 0 {
+	if resp := handle(handler(cs.DeepCopy(), migrated), request("ns", binding)); len(resp.Patches) == 0 {
 		t.Errorf("a pod owned through apps.kruise.io/v1beta1 was left alone: %+v", resp)
 	}
 
@@ -88,7 +95,7 @@ func TestBindingWebhook(t *testing.T) {
 			return p
 		}()), "ns", binding},
 	} {
-		if resp := tc.h.Handle(context.Background(), request(tc.ns, tc.b)); !resp.Allowed || len(resp.Patches) != 0 {
+		if resp := handle(tc.h, request(tc.ns, tc.b)); !resp.Allowed || len(resp.Patches) != 0 {
 			t.Errorf("%s: %+v, want allowed unchanged", name, resp)
 		}
 	}

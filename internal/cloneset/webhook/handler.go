@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,13 +26,11 @@ const (
 // +kubebuilder:webhook:path=/validate-apps-kruise-io-cloneset,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps.kruise.io,resources=clonesets,verbs=create;update,versions=v1alpha1,name=vcloneset.kb.io,admissionReviewVersions=v1
 
 // Register serves the CloneSet webhooks on server. pods reads the pods
-// named in podsToDelete, and the pods and CloneSets the binding webhook
-// looks at: the manager's cache; live reads around it what the cache does
-// not show yet.
-func Register(server webhook.Server, decoder admission.Decoder, pods, live client.Reader) {
+// named in podsToDelete.
+func Register(server webhook.Server, decoder admission.Decoder, pods client.Reader) {
 	server.Register(MutatePath, &webhook.Admission{Handler: &defaulter{decoder: decoder}})
 	server.Register(ValidatePath, &webhook.Admission{Handler: &validator{decoder: decoder, pods: podReader{pods}}})
-	server.Register(BindingPath, &webhook.Admission{Handler: &bindingDefaulter{decoder: decoder, cache: pods, live: live, now: time.Now}})
+
 }
 
 type defaulter struct{ decoder admission.Decoder }

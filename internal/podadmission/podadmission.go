@@ -1,0 +1,123 @@
+// Package podadmission is the one place Lifeline admits pods and their
+// subresources (binding, eviction, resize, status): one mutating and one
+// validating handler, each dispatching in a fixed order to the features
+// registered with it, so a cluster has one pod webhook configuration of
+// each kind however many features look at pods.
+//
+// A mutator sees the object as the mutators before it left it; the
+// response patches the request's object into the last one's result. A
+// validator may refuse; the first refusal is the answer.
+package podadmission
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// The mutating webhook fails open: every feature registered with it must
+// be one a pod may do without (the binding mutator's work is redone by the
+// CloneSet controller). Its namespaceSelector, which controller-gen has no
+// marker for, keeps it off the system namespaces (hack/webhookselectors).
+// The validating handler is served but has no webhook configuration until
+// a feature registers with it (PodUnavailableBudget).
+// +kubebuilder:webhook:path=/mutate-pod,mutating=true,failurePolicy=ignore,timeoutSeconds=2,sideEffects=None,groups="",resources=pods/binding,verbs=create,versions=v1,name=mpod.lifeline.dev,admissionReviewVersions=v1
+
+// SystemNamespaces are left out of the pod webhooks: the cluster's own
+// pods must never wait on Lifeline.
+var SystemNamespaces = []string{metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+
+// Paths of the two pod webhooks.
+const (
+	MutatePath   = "/mutate-pod"
+	ValidatePath = "/validate-pod"
+)
+
+// Target is what a feature admits: a pod subresource ("" for the pod
+// itself) under one operation.
+type Target struct {
+	SubResource string
+	Operation   admissionv1.Operation
+}
+
+// Mutator changes an object under admission. raw is the object as the
+// mutators before it left it; it returns the object as it should be, or
+// raw unchanged.
+type Mutator interface {
+	Mutate(ctx context.Context, req admission.Request, raw []byte) ([]byte, error)
+}
+
+// Validator judges an object under admission: a response not Allowed
+// refuses it.
+type Validator interface {
+	Validate(ctx context.Context, req admission.Request) admission.Response
+}
+
+type named[T any] struct {
+	name    string
+	targets []Target
+	feature T
+}
+
+// Mutating is the pod mutating handler.
+type Mutating struct{ features []named[Mutator] }
+
+// Register adds a feature, after those already registered, for targets.
+func (m *Mutating) Register(name string, f Mutator, targets ...Target) {
+	m.features = append(m.features, named[Mutator]{name: name, targets: targets, feature: f})
+}
+
+// Handle runs every feature registered for the request's target, in order.
+func (m *Mutating) Handle(ctx context.Context, req admission.Request) admission.Response {
+	raw := req.Object.Raw
+	for _, f := range m.features {
+		if !targets(f.targets, req) {
+			continue
+		}
+		out, err := f.feature.Mutate(ctx, req, raw)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("%s: %w", f.name, err))
+		}
+		raw = out
+	}
+	if string(raw) == string(req.Object.Raw) {
+		return admission.Allowed("")
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
+
+// Validating is the pod validating handler.
+type Validating struct{ features []named[Validator] }
+
+// Register adds a feature, after those already registered, for targets.
+func (v *Validating) Register(name string, f Validator, targets ...Target) {
+	v.features = append(v.features, named[Validator]{name: name, targets: targets, feature: f})
+}
+
+// Handle asks every feature registered for the request's target, in order,
+// and answers with the first refusal, or allows.
+func (v *Validating) Handle(ctx context.Context, req admission.Request) admission.Response {
+	for _, f := range v.features {
+		if !targets(f.targets, req) {
+			continue
+		}
+		if resp := f.feature.Validate(ctx, req); !resp.Allowed {
+			return resp
+		}
+	}
+	return admission.Allowed("")
+}
+
+func targets(ts []Target, req admission.Request) bool {
+	for _, t := range ts {
+		if t.SubResource == req.SubResource && t.Operation == req.Operation {
+			return true
+		}
+	}
+	return false
+}
