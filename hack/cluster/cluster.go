@@ -387,6 +387,26 @@ func (c *Cluster) Stop() {
 	c.procs = nil
 }
 
+// StopProcess ends one component with sig and waits for it to exit; it is
+// no longer part of the cluster until started again.
+func (c *Cluster) StopProcess(name string, sig syscall.Signal) error {
+	for i, p := range c.procs {
+		if p.name != name {
+			continue
+		}
+		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+		select {
+		case <-p.done:
+		case <-time.After(time.Minute):
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+		}
+		c.procs = append(c.procs[:i], c.procs[i+1:]...)
+		return nil
+	}
+	return fmt.Errorf("no component %s", name)
+}
+
 // Exited reports the first component that has exited, if any: a cluster
 // whose component died is broken, and callers should say which one.
 func (c *Cluster) Exited() error {

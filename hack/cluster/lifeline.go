@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,8 @@ type LifelineOptions struct {
 	// QPS is the manager's client QPS (burst 1.5 times it); its default
 	// when zero.
 	QPS int
+	// Args are more flags for the manager.
+	Args []string
 }
 
 // Lifeline is a running lifeline-manager.
@@ -34,6 +37,10 @@ type Lifeline struct {
 	Name string
 	// MetricsURL serves the manager's Prometheus metrics.
 	MetricsURL string
+
+	bin    string
+	args   []string
+	readyz string
 }
 
 // StartLifeline builds lifeline-manager, grants it the generated ClusterRole
@@ -96,23 +103,40 @@ func (c *Cluster) StartLifeline(ctx context.Context, o LifelineOptions) (*Lifeli
 	if o.QPS > 0 {
 		args = append(args, fmt.Sprintf("--kube-api-qps=%d", o.QPS), fmt.Sprintf("--kube-api-burst=%d", o.QPS*3/2))
 	}
-	l := &Lifeline{Name: "lifeline-manager", MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0])}
-	if err := c.StartProcess(l.Name, bin, args...); err != nil {
+	l := &Lifeline{Name: "lifeline-manager", MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]),
+		bin: bin, args: append(args, o.Args...), readyz: fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])}
+	if err := c.StartProcess(l.Name, l.bin, l.args...); err != nil {
 		return nil, err
 	}
-	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	return l, c.waitReady(ctx, l)
+}
+
+// RestartLifeline stops the manager as a rollout or an OOM kill would
+// (sig: SIGTERM lets it release its leader lease, SIGKILL does not) and
+// starts the same binary with the same flags: a fresh cache and fresh
+// expectations. It returns once the new process is ready.
+func (c *Cluster) RestartLifeline(ctx context.Context, l *Lifeline, sig syscall.Signal) error {
+	if err := c.StopProcess(l.Name, sig); err != nil {
+		return err
+	}
+	if err := c.StartProcess(l.Name, l.bin, l.args...); err != nil {
+		return err
+	}
+	return c.waitReady(ctx, l)
+}
+
+func (c *Cluster) waitReady(ctx context.Context, l *Lifeline) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := c.Exited(); err != nil {
 			return false, err
 		}
-		resp, err := http.Get(readyz)
+		resp, err := http.Get(l.readyz)
 		if err != nil {
 			return false, nil
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
 	})
-	return l, err
 }
 
 // PID returns the process id of a running component, or 0.

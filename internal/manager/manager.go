@@ -1,6 +1,7 @@
 // Package manager registers every Lifeline controller and webhook with a
-// controller-runtime manager. The lifeline-manager binary and the end-to-end
-// tests both wire Lifeline through it, so tests run what ships.
+// controller-runtime manager. The lifeline-manager binary wires Lifeline
+// through it, and so do the integration tests that run parts of it in
+// process; the end-to-end tests run the binary itself.
 package manager
 
 import (

@@ -46,7 +46,6 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	stopManager()
 	local.Stop()
 	if code == 0 {
 		os.RemoveAll(dir)
