@@ -158,3 +158,14 @@ func WithDefaultTag(image string) string {
 	}
 	return image + ":latest"
 }
+
+// HasReadinessGate reports whether the pod carries readiness gate t; a
+// pod's gates are fixed when it is created.
+func HasReadinessGate(pod *corev1.Pod, t corev1.PodConditionType) bool {
+	for _, g := range pod.Spec.ReadinessGates {
+		if g.ConditionType == t {
+			return true
+		}
+	}
+	return false
+}

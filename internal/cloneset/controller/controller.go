@@ -127,8 +127,52 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Complete(r)
 }
 
-// Reconcile moves one CloneSet one step towards its spec.
+// Reconcile moves one CloneSet one step towards its spec, in four phases:
+// read a snapshot (only once the cache shows our own writes), plan and
+// execute one step, write the status, and tidy up (podsToDelete, revision
+// history, hook-wait warnings).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	c, wait, err := r.readSnapshot(ctx, req)
+	if c == nil || err != nil {
+		return wait, err
+	}
+	status := c.cs.Status.DeepCopy()
+	var result ctrl.Result
+	var syncErr error
+	if c.cs.DeletionTimestamp == nil {
+		result, syncErr = r.sync(ctx, c.cs, c.snap, c.revs, status)
+	}
+	newStatus, deadline := planner.Status(c.snap, *status, c.revs.collisionCount, c.selector.String())
+	if err := r.writeStatus(ctx, c.cs, newStatus); err != nil {
+		return ctrl.Result{}, errors.Join(syncErr, err)
+	}
+	recordGauges(c.cs, &newStatus)
+	next, err := r.tidy(ctx, c)
+	if err != nil {
+		return ctrl.Result{}, errors.Join(syncErr, err)
+	}
+	for _, after := range []time.Duration{deadline, next} {
+		if after > 0 && (result.RequeueAfter == 0 || after < result.RequeueAfter) {
+			result.RequeueAfter = after
+		}
+	}
+	return result, syncErr
+}
+
+// cycle is what one reconcile read: the CloneSet, every pod it owns, and
+// the planner's snapshot.
+type cycle struct {
+	cs       *appsv1alpha1.CloneSet
+	all      []*corev1.Pod
+	snap     planner.Snapshot
+	revs     *revisions
+	selector labels.Selector
+}
+
+// readSnapshot reads what the planner needs. It returns no cycle, with
+// when to look again, while the cache does not show this controller's own
+// writes yet, and none for a CloneSet that is gone.
+func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle, ctrl.Result, error) {
 	logger := log.FromContext(ctx)
 	cs := &appsv1alpha1.CloneSet{}
 	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
@@ -137,13 +181,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.parsed.Delete(req.NamespacedName)
 			deleteGauges(req.Namespace, req.Name)
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	now := r.Clock.Now()
 
 	owned := &corev1.PodList{}
 	if err := r.List(ctx, owned, client.InNamespace(cs.Namespace), client.MatchingFields{ownerIndex: string(cs.UID)}); err != nil {
-		return ctrl.Result{}, err
+		return nil, ctrl.Result{}, err
 	}
 	all := make([]*corev1.Pod, 0, len(owned.Items))
 	for i := range owned.Items {
@@ -159,7 +203,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ok, waiting, expired, err := r.expectations.Satisfied(req.NamespacedName, all, lookup, now)
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, ctrl.Result{}, err
 	}
 	if expired > 0 {
 		expectationsExpired.WithLabelValues(cs.Namespace, cs.Name).Add(float64(expired))
@@ -169,32 +213,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The watch event that meets the expectation requeues us; the
 		// delay only bounds a missed one.
 		logger.V(1).Info("waiting for the cache", "for", waiting)
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+		return nil, ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
 
 	selector, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, ctrl.Result{}, err
 	}
 	active, err := r.activePods(ctx, cs, all, selector)
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, ctrl.Result{}, err
 	}
 	pvcs, err := r.ownedPVCs(ctx, cs)
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, ctrl.Result{}, err
 	}
 	if pvcs, err = r.releaseUnreusedPVCs(ctx, cs, pvcs, all); err != nil {
-		return ctrl.Result{}, err
+		return nil, ctrl.Result{}, err
 	}
 	revs, err := r.syncRevisions(ctx, cs)
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, ctrl.Result{}, err
 	}
-
 	nodeLabels, err := r.nodeLabels(ctx, cs, active)
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, ctrl.Result{}, err
 	}
 	var templates map[string]*corev1.PodTemplateSpec
 	if planner.UpdatesInPlace(cs) {
@@ -210,35 +253,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Disruptions:                   r.Disruptions,
 		NewInstanceID:                 randomID, Now: now,
 	}
-	status := cs.Status.DeepCopy()
-	var result ctrl.Result
-	var syncErr error
-	if cs.DeletionTimestamp == nil {
-		result, syncErr = r.sync(ctx, cs, snap, revs, status)
-	}
+	return &cycle{cs: cs, all: all, snap: snap, revs: revs, selector: selector}, ctrl.Result{}, nil
+}
 
-	newStatus, deadline := planner.Status(snap, *status, revs.collisionCount, selector.String())
-	if err := r.writeStatus(ctx, cs, newStatus); err != nil {
-		return ctrl.Result{}, errors.Join(syncErr, err)
+// tidy drops names of gone pods from podsToDelete, truncates the revision
+// history, and warns about pods waiting on a hook too long; it returns when
+// the next pod will cross that limit.
+func (r *Reconciler) tidy(ctx context.Context, c *cycle) (time.Duration, error) {
+	if err := r.prunePodsToDelete(ctx, c.cs, c.all); err != nil {
+		return 0, err
 	}
-	recordGauges(cs, &newStatus)
-	if err := r.prunePodsToDelete(ctx, cs, all); err != nil {
-		return ctrl.Result{}, errors.Join(syncErr, err)
+	if err := r.truncateHistory(ctx, c.cs, c.revs, c.snap.Pods); err != nil {
+		return 0, err
 	}
-	if err := r.truncateHistory(ctx, cs, revs, active); err != nil {
-		return ctrl.Result{}, errors.Join(syncErr, err)
-	}
-	if deadline > 0 && (result.RequeueAfter == 0 || deadline < result.RequeueAfter) {
-		result.RequeueAfter = deadline
-	}
-	stuck, next := planner.WaitingOnHooks(active, r.Options.HookWaitWarning, now)
+	stuck, next := planner.WaitingOnHooks(c.snap.Pods, r.Options.HookWaitWarning, c.snap.Now)
 	if len(stuck) > 0 {
-		r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "LifecycleHookWaiting", "Wait", "%s", planner.StuckMessage(stuck, r.Options.HookWaitWarning))
+		r.Recorder.Eventf(c.cs, nil, corev1.EventTypeWarning, "LifecycleHookWaiting", "Wait", "%s", planner.StuckMessage(stuck, r.Options.HookWaitWarning))
 	}
-	if next > 0 && (result.RequeueAfter == 0 || next < result.RequeueAfter) {
-		result.RequeueAfter = next + time.Second
+	if next > 0 {
+		next += time.Second
 	}
-	return result, syncErr
+	return next, nil
 }
 
 // sync plans and executes one step, and records failures in conditions.
@@ -515,7 +550,7 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 		for _, t := range a.Conditions {
 			p.SetCondition(corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
 		}
-		if a.InPlaceReady && hasGate(pod, pub.InPlaceUpdateReady) {
+		if a.InPlaceReady && podfacts.HasReadinessGate(pod, pub.InPlaceUpdateReady) {
 			p.SetCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
 		}
 		// markPodNotReady reasons go in the same write as the state, so no
@@ -537,14 +572,8 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 		}
 		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "LifecycleStateChanged", "SetState",
 			"pod %s: %s → %s (%s)", a.Pod.Name, stateOrNone(a.Pod), a.State, a.Reason)
-		if a.AddNotReadyKey != "" && !hasGate(pod, pub.KruisePodReadyConditionType) {
-			// Readiness gates are fixed at creation: a pod made before
-			// markPodNotReady was set cannot be made NotReady. Say so
-			// where the hook holds it, rather than leave it serving
-			// silently.
-			r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, "MarkPodNotReadyUnavailable", "SetState",
-				"pod %s stays Ready in %s: it has no %s readiness gate (created before markPodNotReady was set); recreate it to get one",
-				a.Pod.Name, a.State, pub.KruisePodReadyConditionType)
+		for _, w := range a.Warnings {
+			r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, w.Reason, "SetState", "%s", w.Message)
 		}
 		if since := podfacts.StateSince(a.Pod); !since.IsZero() && podfacts.State(a.Pod) != "" {
 			stateDuration.WithLabelValues(string(podfacts.State(a.Pod))).Observe(now.Sub(since).Seconds())
@@ -686,7 +715,7 @@ func (r *Reconciler) releaseUnreusedPVCs(ctx context.Context, cs *appsv1alpha1.C
 // reason is left. A pod without the gate is left alone, as the condition
 // would not make it NotReady; changed is false when nothing changes.
 func kruisePodReady(pod *corev1.Pod, lift, add string, now time.Time) (cond corev1.PodCondition, changed bool) {
-	if (lift == "" && add == "") || !hasGate(pod, pub.KruisePodReadyConditionType) {
+	if (lift == "" && add == "") || !podfacts.HasReadinessGate(pod, pub.KruisePodReadyConditionType) {
 		return cond, false
 	}
 	cond = corev1.PodCondition{Type: pub.KruisePodReadyConditionType, Status: corev1.ConditionTrue}
@@ -714,15 +743,6 @@ func kruisePodReady(pod *corev1.Pod, lift, add string, now time.Time) (cond core
 	return cond, true
 }
 
-func hasGate(pod *corev1.Pod, t corev1.PodConditionType) bool {
-	for _, g := range pod.Spec.ReadinessGates {
-		if g.ConditionType == t {
-			return true
-		}
-	}
-	return false
-}
-
 // updateInPlace updates a pod in place in two writes: NotReady first
 // through its InPlaceUpdateReady condition, so traffic leaves before any
 // container restarts, then one patch of its images, template labels and
@@ -732,7 +752,7 @@ func hasGate(pod *corev1.Pod, t corev1.PodConditionType) bool {
 // the kubelet's reaction to the first write must not fail the second.
 func (r *Reconciler) updateInPlace(ctx context.Context, owner types.NamespacedName, a planner.Action, now time.Time) error {
 	pod := a.Pod
-	if hasGate(pod, pub.InPlaceUpdateReady) {
+	if podfacts.HasReadinessGate(pod, pub.InPlaceUpdateReady) {
 		p := podpatch.New(pod, true)
 		p.SetCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: "StartInPlaceUpdate", LastTransitionTime: metav1.NewTime(now)})
 		if err := r.applyPatch(ctx, owner, p); err != nil {

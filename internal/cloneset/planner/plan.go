@@ -119,6 +119,14 @@ type Action struct {
 	ReaddHandlers *pub.LifecycleHook
 	// Reason says why, for events and logs.
 	Reason string
+	// Warnings are said, as Warning events, once the action is done.
+	Warnings []Warning
+}
+
+// Warning is a Warning event an action calls for: Reason is its reason
+// code, Message its text.
+type Warning struct {
+	Reason, Message string
 }
 
 // Phase is the part of the reconcile a plan comes from.
@@ -401,6 +409,15 @@ func withInitPodReady(s Snapshot, actions []Action) []Action {
 		touched[a.Pod] = true
 		if a.Type != SetState {
 			continue
+		}
+		if a.AddNotReadyKey != "" && !podfacts.HasReadinessGate(a.Pod, pub.KruisePodReadyConditionType) {
+			// Readiness gates are fixed at creation: a pod made before
+			// markPodNotReady was set cannot be made NotReady. Say so
+			// where the hook holds it, rather than leave it serving
+			// silently.
+			a.Warnings = append(a.Warnings, Warning{Reason: "MarkPodNotReadyUnavailable", Message: fmt.Sprintf(
+				"pod %s stays Ready in %s: it has no %s readiness gate (created before markPodNotReady was set); recreate it to get one",
+				a.Pod.Name, a.State, pub.KruisePodReadyConditionType)})
 		}
 		// A state change repairs and initialises in the same write.
 		if a.State != pub.LifecycleStateUpdating && strandedNotReady(a.Pod) {

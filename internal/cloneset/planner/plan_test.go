@@ -326,3 +326,35 @@ func TestMarkPodNotReady(t *testing.T) {
 		t.Errorf("actions %+v", p.Actions)
 	}
 }
+
+// The planner, not the executor, decides that a pod a markPodNotReady hook
+// holds cannot be made NotReady (it predates the gate), and says so.
+func TestMarkPodNotReadyWithoutTheGateWarns(t *testing.T) {
+	cs := cloneSet(1, "", "100%", "")
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}, MarkPodNotReady: true}}
+	hold := func(p *corev1.Pod) { p.Labels["hold"] = "true" }
+	gated := func(p *corev1.Pod) {
+		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.KruisePodReadyConditionType}}
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: pub.KruisePodReadyConditionType, Status: corev1.ConditionTrue})
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate []func(*corev1.Pod)
+		want   int
+	}{
+		{"without the gate", []func(*corev1.Pod){hold}, 1},
+		{"with the gate", []func(*corev1.Pod){hold, gated}, 0},
+	} {
+		p, err := Compute(snapshot(cs, readyPod("a", newRev, tc.mutate...), readyPod("b", newRev, tc.mutate...)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Actions) != 1 || p.Actions[0].State != pub.LifecycleStatePreparingDelete {
+			t.Fatalf("%s: actions %+v", tc.name, p.Actions)
+		}
+		w := p.Actions[0].Warnings
+		if len(w) != tc.want || (tc.want > 0 && w[0].Reason != "MarkPodNotReadyUnavailable") {
+			t.Errorf("%s: warnings %+v, want %d", tc.name, w, tc.want)
+		}
+	}
+}
