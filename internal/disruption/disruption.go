@@ -20,12 +20,7 @@ const (
 
 // Check says whether pod may be disrupted by kind now. When it may not,
 // reason says why in words a user can act on (which budget, its numbers).
+// Where no Check is given (nil), every disruption is allowed.
 type Check interface {
 	Allow(pod *corev1.Pod, kind Kind) (ok bool, reason string)
 }
-
-// AllowAll is the Check of a cluster without budgets.
-type AllowAll struct{}
-
-// Allow allows every disruption.
-func (AllowAll) Allow(*corev1.Pod, Kind) (bool, string) { return true, "" }
