@@ -29,12 +29,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
-	"github.com/lifeline-k8s/lifeline/internal/cloneset/revision"
 	"github.com/lifeline-k8s/lifeline/internal/disruption"
-	"github.com/lifeline-k8s/lifeline/internal/lifecycle"
 	"github.com/lifeline-k8s/lifeline/internal/podfacts"
 	"github.com/lifeline-k8s/lifeline/internal/podpatch"
 )
@@ -508,14 +505,14 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 	switch a.Type {
 	case planner.CreatePod:
 		cr := revs.update
-		if a.Revision == revs.current.Name {
+		if a.Create.Revision == revs.current.Name {
 			cr = revs.current
 		}
-		pod, err := newPod(cs, cr, a.InstanceID, a.State, now)
+		pod, err := newPod(cs, cr, a.Create.InstanceID, a.Create.State, now)
 		if err != nil {
 			return fail("create", err)
 		}
-		for _, pvc := range newPVCs(cs, a.InstanceID) {
+		for _, pvc := range newPVCs(cs, a.Create.InstanceID) {
 			if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 				r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "failed to create pvc: %v", err)
 				return fail("create", fmt.Errorf("creating pvc %s: %w", pvc.Name, err))
@@ -544,77 +541,15 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 			return fail("delete", err)
 		}
 
-	case planner.SetState:
-		pod := a.Pod
-		p := podpatch.New(pod, true)
-		for _, t := range a.Conditions {
-			p.SetCondition(corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
-		}
-		if a.InPlaceReady && podfacts.HasReadinessGate(pod, pub.InPlaceUpdateReady) {
-			p.SetCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
-		}
-		// markPodNotReady reasons go in the same write as the state, so no
-		// operator acting on the new state sees the pod still Ready.
-		if cond, changed := kruisePodReady(pod, a.LiftNotReadyKey, a.AddNotReadyKey, now); changed {
-			p.SetCondition(cond)
-		}
-		labels := map[string]string{pub.LifecycleStateKey: string(a.State)}
-		if h := a.ReaddHandlers; h != nil {
-			for k, v := range h.LabelsHandler {
-				labels[k] = v
-			}
-			p.AddFinalizers(h.FinalizersHandler)
-		}
-		p.SetLabels(labels)
-		p.SetAnnotation(pub.LifecycleTimestampKey, now.Format(time.RFC3339))
-		if err := r.applyPatch(ctx, key, p); err != nil {
-			return fail("patch", err)
-		}
-		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "LifecycleStateChanged", "SetState",
-			"pod %s: %s → %s (%s)", a.Pod.Name, stateOrNone(a.Pod), a.State, a.Reason)
-		for _, w := range a.Warnings {
-			r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, w.Reason, "SetState", "%s", w.Message)
-		}
-		if since := podfacts.StateSince(a.Pod); !since.IsZero() && podfacts.State(a.Pod) != "" {
-			stateDuration.WithLabelValues(string(podfacts.State(a.Pod))).Observe(now.Sub(since).Seconds())
-		}
-
-	case planner.InitPodReady:
-		// Guarded by labels too: the repair of InPlaceUpdateReady rests on
-		// the pod not being mid-update.
-		p := podpatch.New(a.Pod, true)
-		for _, t := range a.Conditions {
-			p.SetCondition(corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)})
-		}
-		if err := r.applyPatch(ctx, key, p); err != nil {
-			return fail("patch", err)
-		}
-
-	case planner.FinishGrace:
-		if err := r.finishGrace(ctx, key, a.Pod); err != nil {
-			return fail("update", err)
-		}
-
-	case planner.UpdateNextBatch:
-		batch, err := r.updateNextBatch(ctx, key, a, now)
-		if err != nil {
-			return fail("update", err)
-		}
-		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "InPlaceUpdateNextBatch", "Update",
-			"pod %s: next in-place batch %v (%s)", a.Pod.Name, batch, a.Reason)
-
-	case planner.UpdateInPlace:
-		if err := r.updateInPlace(ctx, key, a, now); err != nil {
+	default:
+		if err := r.write(ctx, key, a); err != nil {
 			var stale *staleError
-			if errors.As(err, &stale) {
-				return err
+			if !errors.As(err, &stale) && a.Type == planner.UpdateInPlace {
+				r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "Update", "failed to update pod %s in-place: %v", a.Pod.Name, err)
 			}
-			r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "Update", "failed to update pod %s in-place: %v", a.Pod.Name, err)
-			return fail("update", err)
+			return fail(failureKind(a.Type), err)
 		}
-		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "Update",
-			"successfully update pod %s in-place(revision %s)", a.Pod.Name, a.Revision)
-
+		r.recordWrite(cs, a, now)
 	}
 	return nil
 }
@@ -637,6 +572,46 @@ func stateOrNone(pod *corev1.Pod) string {
 		return string(s)
 	}
 	return "(none)"
+}
+
+// write sends the action's writes in order, each rendered as a guarded
+// patch; one that fails stops the rest.
+func (r *Reconciler) write(ctx context.Context, owner types.NamespacedName, a planner.Action) error {
+	for _, w := range a.Writes {
+		if err := r.applyPatch(ctx, owner, render(a.Pod, w)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failureKind is the action label of a failed write in the failure metric.
+func failureKind(t planner.ActionType) string {
+	if t == planner.SetState || t == planner.InitPodReady {
+		return "patch"
+	}
+	return "update"
+}
+
+// recordWrite says, in events and metrics, what a write action did.
+func (r *Reconciler) recordWrite(cs *appsv1alpha1.CloneSet, a planner.Action, now time.Time) {
+	switch a.Type {
+	case planner.SetState:
+		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "LifecycleStateChanged", "SetState",
+			"pod %s: %s → %s (%s)", a.Pod.Name, stateOrNone(a.Pod), a.State(), a.Reason)
+		if since := podfacts.StateSince(a.Pod); !since.IsZero() && podfacts.State(a.Pod) != "" {
+			stateDuration.WithLabelValues(string(podfacts.State(a.Pod))).Observe(now.Sub(since).Seconds())
+		}
+	case planner.UpdateNextBatch:
+		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "InPlaceUpdateNextBatch", "Update",
+			"pod %s: next in-place batch %v (%s)", a.Pod.Name, a.ImageNames(), a.Reason)
+	case planner.UpdateInPlace:
+		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "Update",
+			"successfully update pod %s in-place(revision %s)", a.Pod.Name, a.Revision())
+	}
+	for _, w := range a.Warnings {
+		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, w.Reason, string(a.Type), "%s", w.Message)
+	}
 }
 
 // applyPatch sends p to the pod, or to its status subresource when it sets
@@ -708,169 +683,6 @@ func (r *Reconciler) releaseUnreusedPVCs(ctx context.Context, cs *appsv1alpha1.C
 		}
 	}
 	return kept, nil
-}
-
-// kruisePodReady is the pod's KruisePodReady condition with the NotReady
-// reason lift lifted and add added (either may be empty): True when no
-// reason is left. A pod without the gate is left alone, as the condition
-// would not make it NotReady; changed is false when nothing changes.
-func kruisePodReady(pod *corev1.Pod, lift, add string, now time.Time) (cond corev1.PodCondition, changed bool) {
-	if (lift == "" && add == "") || !podfacts.HasReadinessGate(pod, pub.KruisePodReadyConditionType) {
-		return cond, false
-	}
-	cond = corev1.PodCondition{Type: pub.KruisePodReadyConditionType, Status: corev1.ConditionTrue}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == pub.KruisePodReadyConditionType {
-			cond = c
-		}
-	}
-	message, status := cond.Message, cond.Status
-	if lift != "" {
-		if rest, held, found := lifecycle.RemoveNotReadyReason(message, pub.PodReadyUserAgentLifecycle, lift); found {
-			message, status = rest, corev1.ConditionTrue
-			if held {
-				status = corev1.ConditionFalse
-			}
-		}
-	}
-	if add != "" {
-		message, status = lifecycle.AddNotReadyReason(message, pub.PodReadyUserAgentLifecycle, add), corev1.ConditionFalse
-	}
-	if message == cond.Message && status == cond.Status {
-		return cond, false
-	}
-	cond.Message, cond.Status, cond.LastTransitionTime = message, status, metav1.NewTime(now)
-	return cond, true
-}
-
-// updateInPlace updates a pod in place in two writes: NotReady first
-// through its InPlaceUpdateReady condition, so traffic leaves before any
-// container restarts, then one patch of its images, template labels and
-// annotations, revision labels, state Updating and the in-place update
-// record against which completion is judged. Both are guarded by the
-// labels and finalizers the decision rested on, not by resourceVersion:
-// the kubelet's reaction to the first write must not fail the second.
-func (r *Reconciler) updateInPlace(ctx context.Context, owner types.NamespacedName, a planner.Action, now time.Time) error {
-	pod := a.Pod
-	if podfacts.HasReadinessGate(pod, pub.InPlaceUpdateReady) {
-		p := podpatch.New(pod, true)
-		p.SetCondition(corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse, Reason: "StartInPlaceUpdate", LastTransitionTime: metav1.NewTime(now)})
-		if err := r.applyPatch(ctx, owner, p); err != nil {
-			return err
-		}
-	}
-	record := pub.InPlaceUpdateState{
-		Revision: a.Revision, UpdateTimestamp: metav1.NewTime(now), UpdateImages: len(a.Change.Images)+len(a.Change.NextImages) > 0,
-		LastContainerStatuses: map[string]pub.InPlaceUpdateContainerStatus{},
-		NextContainerImages:   a.Change.NextImages,
-	}
-	p := podpatch.New(pod, true)
-	var batch []string
-	for i, c := range pod.Spec.Containers {
-		image, changed := a.Change.Images[c.Name]
-		if !changed {
-			continue
-		}
-		batch = append(batch, c.Name)
-		if a.Change.GraceSeconds == 0 {
-			p.SetImage(i, c.Name, image)
-		}
-		for _, st := range pod.Status.ContainerStatuses {
-			if st.Name == c.Name {
-				record.LastContainerStatuses[c.Name] = pub.InPlaceUpdateContainerStatus{ImageID: st.ImageID}
-			}
-		}
-	}
-	record.ContainerBatchesRecord = []pub.InPlaceUpdateContainerBatch{{Timestamp: metav1.NewTime(now), Containers: batch}}
-	if len(record.NextContainerImages) > 0 {
-		record.PreCheckBeforeNext = &pub.InPlaceUpdatePreCheckBeforeNext{ContainersRequiredReady: batch}
-	}
-	state, err := json.Marshal(record)
-	if err != nil {
-		return err
-	}
-	labels := map[string]string{}
-	for k, v := range a.Change.Labels {
-		labels[k] = v
-	}
-	labels[appsv1.ControllerRevisionHashLabelKey] = a.Revision
-	labels[appsv1.DefaultDeploymentUniqueLabelKey] = revision.ShortHash(a.Revision)
-	labels[pub.LifecycleStateKey] = string(pub.LifecycleStateUpdating)
-	p.SetLabels(labels, a.Change.RemovedLabels...)
-	for k, v := range a.Change.Annotations {
-		p.SetAnnotation(k, v)
-	}
-	for _, k := range a.Change.RemovedAnnotations {
-		p.RemoveAnnotation(k)
-	}
-	p.SetAnnotation(pub.LifecycleTimestampKey, now.Format(time.RFC3339))
-	p.SetAnnotation(pub.InPlaceUpdateStateKey, string(state))
-	p.RemoveAnnotation(pub.InPlaceUpdateStateKeyLegacy)
-	if a.Change.GraceSeconds > 0 {
-		// NotReady now, new images once the grace period is over.
-		grace, err := json.Marshal(podfacts.GraceSpec{Revision: a.Revision, ContainerImages: a.Change.Images, GraceSeconds: a.Change.GraceSeconds})
-		if err != nil {
-			return err
-		}
-		p.SetAnnotation(pub.InPlaceUpdateGraceKey, string(grace))
-	}
-	return r.applyPatch(ctx, owner, p)
-}
-
-// updateNextBatch applies the next container batch of an in-place update
-// and records it in the update state, returning the batch. The write is
-// guarded by the state it rewrites as well as the labels.
-func (r *Reconciler) updateNextBatch(ctx context.Context, owner types.NamespacedName, a planner.Action, now time.Time) ([]string, error) {
-	pod := a.Pod
-	old := pod.Annotations[pub.InPlaceUpdateStateKey]
-	st := podfacts.InPlaceUpdateState(pod)
-	if st == nil {
-		return nil, fmt.Errorf("pod %s has no in-place update state", pod.Name)
-	}
-	if st.LastContainerStatuses == nil {
-		st.LastContainerStatuses = map[string]pub.InPlaceUpdateContainerStatus{}
-	}
-	p := podpatch.New(pod, true)
-	p.Test(podpatch.Pointer("metadata", "annotations", pub.InPlaceUpdateStateKey), old)
-	var batch []string
-	for i, c := range pod.Spec.Containers {
-		image, ok := a.Change.Images[c.Name]
-		if !ok {
-			continue
-		}
-		batch = append(batch, c.Name)
-		p.SetImage(i, c.Name, image)
-		for _, cst := range pod.Status.ContainerStatuses {
-			if cst.Name == c.Name {
-				st.LastContainerStatuses[c.Name] = pub.InPlaceUpdateContainerStatus{ImageID: cst.ImageID}
-			}
-		}
-	}
-	st.NextContainerImages, st.PreCheckBeforeNext = a.Change.NextImages, nil
-	if len(st.NextContainerImages) > 0 {
-		st.PreCheckBeforeNext = &pub.InPlaceUpdatePreCheckBeforeNext{ContainersRequiredReady: batch}
-	}
-	st.ContainerBatchesRecord = append(st.ContainerBatchesRecord, pub.InPlaceUpdateContainerBatch{Timestamp: metav1.NewTime(now), Containers: batch})
-	data, err := json.Marshal(st)
-	if err != nil {
-		return nil, err
-	}
-	p.SetAnnotation(pub.InPlaceUpdateStateKey, string(data))
-	return batch, r.applyPatch(ctx, owner, p)
-}
-
-// finishGrace applies the images held back for an in-place update's grace
-// period.
-func (r *Reconciler) finishGrace(ctx context.Context, owner types.NamespacedName, pod *corev1.Pod) error {
-	grace := podfacts.Grace(pod)
-	p := podpatch.New(pod, true)
-	for i, c := range pod.Spec.Containers {
-		if image, ok := grace.ContainerImages[c.Name]; ok {
-			p.SetImage(i, c.Name, image)
-		}
-	}
-	p.RemoveAnnotation(pub.InPlaceUpdateGraceKey)
-	return r.applyPatch(ctx, owner, p)
 }
 
 func (r *Reconciler) deletePVCs(ctx context.Context, cs *appsv1alpha1.CloneSet, id string) error {

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,11 +77,11 @@ func TestNewInPlacePodTakesOneWrite(t *testing.T) {
 		t.Errorf("unscheduled: %+v, want nothing until it is scheduled", a)
 	}
 	a := plan(readyPod("a", newRev, gated, inState(pub.LifecycleStatePreparingNormal)))
-	if len(a) != 1 || a[0].Type != SetState || a[0].State != pub.LifecycleStateNormal || len(a[0].Conditions) != 1 || a[0].Conditions[0] != pub.InPlaceUpdateReady {
+	if len(a) != 1 || a[0].Type != SetState || a[0].State() != pub.LifecycleStateNormal || !slices.Equal(conditionTypes(a[0]), []corev1.PodConditionType{pub.InPlaceUpdateReady}) {
 		t.Errorf("scheduled, no webhook: %+v, want one SetState Normal carrying InPlaceUpdateReady", a)
 	}
 	a = plan(readyPod("a", newRev, gated))
-	if len(a) != 1 || a[0].Type != InitPodReady || a[0].Conditions[0] != pub.InPlaceUpdateReady {
+	if len(a) != 1 || a[0].Type != InitPodReady || conditionTypes(a[0])[0] != pub.InPlaceUpdateReady {
 		t.Errorf("made Normal by the bind: %+v, want one InitPodReady", a)
 	}
 

@@ -1,7 +1,10 @@
 package planner
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
+	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -88,16 +91,89 @@ func names(actions []Action) []string {
 	for _, a := range actions {
 		switch a.Type {
 		case CreatePod:
-			out = append(out, fmt.Sprintf("create %s@%s", a.InstanceID, a.Revision))
+			out = append(out, fmt.Sprintf("create %s@%s", a.Create.InstanceID, a.Create.Revision))
 			// PreparingNormal, where every pod starts (v1.9), goes unsaid.
-			if a.State != pub.LifecycleStatePreparingNormal {
-				out[len(out)-1] += " " + string(a.State)
+			if a.State() != pub.LifecycleStatePreparingNormal {
+				out[len(out)-1] += " " + string(a.State())
 			}
 		case SetState:
-			out = append(out, fmt.Sprintf("state %s=%s", a.Pod.Name, a.State))
+			out = append(out, fmt.Sprintf("state %s=%s", a.Pod.Name, a.State()))
 		default:
 			out = append(out, fmt.Sprintf("%s %s", a.Type, a.Pod.Name))
 		}
 	}
 	return out
+}
+
+// withGate gives a pod the readiness gate t and its condition, in status.
+func withGate(t corev1.PodConditionType, status corev1.ConditionStatus) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.ReadinessGates = append(p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: t})
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: t, Status: status})
+	}
+}
+
+// condition is the condition of type t the action's writes set, if any.
+func condition(a Action, t corev1.PodConditionType) (corev1.PodCondition, bool) {
+	var out corev1.PodCondition
+	found := false
+	for _, w := range a.Writes {
+		if c, ok := w.Condition(t); ok {
+			out, found = c, true
+		}
+	}
+	return out, found
+}
+
+// conditionTypes are the types of the conditions the action's writes set.
+func conditionTypes(a Action) []corev1.PodConditionType {
+	var out []corev1.PodConditionType
+	for _, w := range a.Writes {
+		for _, c := range w.Conditions {
+			out = append(out, c.Type)
+		}
+	}
+	return out
+}
+
+// addsNotReady reports whether the action makes its pod NotReady through
+// KruisePodReady with the reason key.
+func addsNotReady(a Action, key string) bool {
+	c, ok := condition(a, pub.KruisePodReadyConditionType)
+	return ok && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, `"key":"`+key+`"`)
+}
+
+// liftsNotReady reports whether the action leaves its pod's KruisePodReady
+// condition without the reason key.
+func liftsNotReady(a Action, key string) bool {
+	c, ok := condition(a, pub.KruisePodReadyConditionType)
+	return ok && !strings.Contains(c.Message, `"key":"`+key+`"`)
+}
+
+// images are the container images the action's writes set, or hold back
+// for a grace period.
+func images(a Action) map[string]string {
+	out := map[string]string{}
+	for _, w := range a.Writes {
+		for k, v := range w.Images {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// inPlaceState is the in-place update record the action writes.
+func inPlaceState(t *testing.T, a Action) *pub.InPlaceUpdateState {
+	t.Helper()
+	for _, w := range a.Writes {
+		if v, ok := w.Annotations[pub.InPlaceUpdateStateKey]; ok {
+			st := &pub.InPlaceUpdateState{}
+			if err := json.Unmarshal([]byte(v), st); err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}
+	}
+	t.Fatalf("%s of %s writes no in-place update state", a.Type, a.Pod.Name)
+	return nil
 }

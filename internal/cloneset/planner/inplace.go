@@ -92,10 +92,10 @@ func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (A
 		if cs.Spec.UpdateStrategy.Type == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType {
 			return Action{}, fmt.Errorf("find Pod %s update strategy is InPlaceOnly but can not update in-place", pod.Name)
 		}
-		return deleteOrHold(preDelete, pod, fmt.Sprintf("recreate for update to revision %s: the change cannot be made in place", s.UpdateRevision)), nil
+		return deleteOrHold(s, preDelete, pod, fmt.Sprintf("recreate for update to revision %s: the change cannot be made in place", s.UpdateRevision)), nil
 	}
 	if cs.Spec.UpdateStrategy.Type != appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType && claimTemplatesChanged(s, pod) {
-		return deleteOrHold(preDelete, pod, fmt.Sprintf("recreate for update to revision %s: its volumeClaimTemplates changed", s.UpdateRevision)), nil
+		return deleteOrHold(s, preDelete, pod, fmt.Sprintf("recreate for update to revision %s: its volumeClaimTemplates changed", s.UpdateRevision)), nil
 	}
 	// OpenKruise updates a pod its preNormal hook still holds, and the
 	// pod then leaves Updating for Normal without its handler: serving
@@ -110,27 +110,31 @@ func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (A
 		// A newer revision came while the pod waited in Updated for its
 		// handlers: put them back, so the operator sees a fresh
 		// PreparingUpdate and runs its hook for this update too.
-		a := Action{Type: SetState, Pod: pod, State: pub.LifecycleStatePreparingUpdate, ReaddHandlers: hook,
-			Reason: "a newer revision arrived while it waited in Updated"}
+		t := transition{to: pub.LifecycleStatePreparingUpdate, readd: hook}
 		if hook.MarkPodNotReady {
-			a.AddNotReadyKey = pub.PodReadyKeyPreUpdateHook
+			t.addNotReady = pub.PodReadyKeyPreUpdateHook
 		}
-		return a, nil
+		return setState(s, pod, t, "a newer revision arrived while it waited in Updated"), nil
+	}
+	switch podfacts.State(pod) {
+	case "", pub.LifecycleStateNormal, pub.LifecycleStatePreparingNormal, pub.LifecycleStatePreparingUpdate:
+	default:
+		// Mid-update or held elsewhere: not now. A pod still Updating
+		// to an older revision is picked again once that update is done
+		// (an operator that put its handlers back early must not send it
+		// to PreparingUpdate from Updating, which the state machine does
+		// not allow).
+		return Action{}, nil
 	}
 	if lifecycle.IsHooked(hook, pod) {
 		if podfacts.State(pod) == pub.LifecycleStatePreparingUpdate {
 			return Action{}, nil // still held
 		}
-		a := Action{Type: SetState, Pod: pod, State: pub.LifecycleStatePreparingUpdate, Reason: "picked for in-place update; its inPlaceUpdate hook holds it"}
+		t := transition{to: pub.LifecycleStatePreparingUpdate}
 		if hook.MarkPodNotReady {
-			a.AddNotReadyKey = pub.PodReadyKeyPreUpdateHook
+			t.addNotReady = pub.PodReadyKeyPreUpdateHook
 		}
-		return a, nil
-	}
-	switch podfacts.State(pod) {
-	case "", pub.LifecycleStateNormal, pub.LifecycleStatePreparingNormal, pub.LifecycleStatePreparingUpdate:
-	default:
-		return Action{}, nil // mid-update or held elsewhere; not now
+		return setState(s, pod, t, "picked for in-place update; its inPlaceUpdate hook holds it"), nil
 	}
 	if ips := cs.Spec.UpdateStrategy.InPlaceUpdateStrategy; ips != nil && ips.GracePeriodSeconds > 0 {
 		change.GraceSeconds = ips.GracePeriodSeconds
@@ -138,7 +142,11 @@ func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (A
 	// Batches follow the new template's containers: the same names and
 	// env as the pod's, as only images differ.
 	change.Images, change.NextImages = splitBatch(s.Templates[s.UpdateRevision].Spec.Containers, change.Images)
-	return Action{Type: UpdateInPlace, Pod: pod, Revision: s.UpdateRevision, Change: change,
+	writes, err := inPlaceWrites(s, pod, s.UpdateRevision, change)
+	if err != nil {
+		return Action{}, err
+	}
+	return Action{Type: UpdateInPlace, Pod: pod, Writes: writes,
 		Reason: fmt.Sprintf("in-place update to revision %s", s.UpdateRevision)}, nil
 }
 
@@ -226,7 +234,7 @@ func revisionOf(pod *corev1.Pod, templates map[string]*corev1.PodTemplateSpec) s
 // back, else to Normal; from Updated to Normal once they are. The
 // InPlaceUpdateReady condition goes back to True with the move out of
 // Updating.
-func refreshInPlace(s Snapshot, pod *corev1.Pod) (Action, bool) {
+func refreshInPlace(s Snapshot, pod *corev1.Pod) (Action, bool, error) {
 	hook := lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.InPlaceUpdate })
 	waitForHook := s.CloneSet.Spec.Lifecycle != nil && hook != nil && !lifecycle.IsAllHooked(hook, pod)
 	switch podfacts.State(pod) {
@@ -234,16 +242,21 @@ func refreshInPlace(s Snapshot, pod *corev1.Pod) (Action, bool) {
 		if g := podfacts.Grace(pod); g != nil {
 			st := podfacts.InPlaceUpdateState(pod)
 			if st == nil || !s.Now.Before(st.UpdateTimestamp.Add(time.Duration(g.GraceSeconds)*time.Second)) {
-				return Action{Type: FinishGrace, Pod: pod, Reason: "its grace period is over"}, true
+				return Action{Type: FinishGrace, Pod: pod, Writes: []PodWrite{finishGraceWrite(pod)}, Reason: "its grace period is over"}, true, nil
 			}
-			return Action{}, false
+			return Action{}, false, nil
 		}
-		if change, ok := nextBatch(pod, podfacts.InPlaceUpdateState(pod)); ok {
-			return Action{Type: UpdateNextBatch, Pod: pod, Change: change, Revision: podfacts.InPlaceUpdateState(pod).Revision,
-				Reason: "the previous container batch runs and is Ready"}, true
+		st := podfacts.InPlaceUpdateState(pod)
+		if change, ok := nextBatch(pod, st); ok {
+			w, err := nextBatchWrite(s, pod, st, change)
+			if err != nil {
+				return Action{}, false, err
+			}
+			return Action{Type: UpdateNextBatch, Pod: pod, Writes: []PodWrite{w},
+				Reason: "the previous container batch runs and is Ready"}, true, nil
 		}
 		if !podfacts.InPlaceUpdateDone(pod) {
-			return Action{}, false
+			return Action{}, false, nil
 		}
 		next := pub.LifecycleStateNormal
 		if waitForHook {
@@ -253,27 +266,27 @@ func refreshInPlace(s Snapshot, pod *corev1.Pod) (Action, bool) {
 		// Updated, so a pod whose handlers were back before the update
 		// finished (Updating → Normal) stays NotReady for good. We lift it
 		// whichever way the pod leaves Updating.
-		return Action{Type: SetState, Pod: pod, State: next, InPlaceReady: true, LiftNotReadyKey: pub.PodReadyKeyPreUpdateHook,
-			Reason: "its in-place update is done"}, true
+		return setState(s, pod, transition{to: next, inPlaceDone: true, liftNotReady: pub.PodReadyKeyPreUpdateHook},
+			"its in-place update is done"), true, nil
 	case pub.LifecycleStatePreparingUpdate:
 		// Rolled back while held: the pod is at the update revision again,
 		// so there is nothing left to update.
 		if !IsUpdated(pod, s.UpdateRevision) {
-			return Action{}, false
+			return Action{}, false, nil
 		}
 		next := pub.LifecycleStateNormal
 		if waitForHook {
 			next = pub.LifecycleStateUpdated
 		}
-		return Action{Type: SetState, Pod: pod, State: next, LiftNotReadyKey: pub.PodReadyKeyPreUpdateHook,
-			Reason: "the update it was held for was rolled back"}, true
+		return setState(s, pod, transition{to: next, liftNotReady: pub.PodReadyKeyPreUpdateHook},
+			"the update it was held for was rolled back"), true, nil
 	case pub.LifecycleStateUpdated:
 		if waitForHook {
-			return Action{}, false
+			return Action{}, false, nil
 		}
-		return Action{Type: SetState, Pod: pod, State: pub.LifecycleStateNormal, Reason: "every inPlaceUpdate handler is back"}, true
+		return setState(s, pod, transition{to: pub.LifecycleStateNormal}, "every inPlaceUpdate handler is back"), true, nil
 	}
-	return Action{}, false
+	return Action{}, false, nil
 }
 
 // graceWait is how long until the next pending grace period ends, or 0.

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ func TestInPlaceUpdateFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Actions) != 1 || p.Actions[0].Type != UpdateInPlace || p.Actions[0].Change.Images["main"] != "nginx:2" {
+	if len(p.Actions) != 1 || p.Actions[0].Type != UpdateInPlace || images(p.Actions[0])["main"] != "nginx:2" {
 		t.Fatalf("actions %+v", p.Actions)
 	}
 
@@ -65,8 +66,9 @@ func TestInPlaceUpdateFlow(t *testing.T) {
 	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
 	s.Templates[newRev] = template("nginx:2")
 	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}, MarkPodNotReady: true}}
-	s.Pods = []*corev1.Pod{readyPod("a", oldRev, func(p *corev1.Pod) { p.Labels["hold"] = "true" }), readyPod("b", oldRev, func(p *corev1.Pod) { p.Labels["hold"] = "true" })}
-	if p, _ := Compute(s); len(p.Actions) != 1 || p.Actions[0].State != pub.LifecycleStatePreparingUpdate || p.Actions[0].AddNotReadyKey != pub.PodReadyKeyPreUpdateHook {
+	hold, gated := func(p *corev1.Pod) { p.Labels["hold"] = "true" }, withGate(pub.KruisePodReadyConditionType, corev1.ConditionTrue)
+	s.Pods = []*corev1.Pod{readyPod("a", oldRev, hold, gated), readyPod("b", oldRev, hold, gated)}
+	if p, _ := Compute(s); len(p.Actions) != 1 || p.Actions[0].State() != pub.LifecycleStatePreparingUpdate || !addsNotReady(p.Actions[0], pub.PodReadyKeyPreUpdateHook) {
 		t.Fatalf("hooked: %+v", p.Actions)
 	}
 }
@@ -74,7 +76,7 @@ func TestInPlaceUpdateFlow(t *testing.T) {
 func TestInPlaceCompletion(t *testing.T) {
 	cs := cloneSet(1, "", "1", "")
 	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-	updating := readyPod("a", newRev, inState(pub.LifecycleStateUpdating), func(p *corev1.Pod) {
+	updating := readyPod("a", newRev, inState(pub.LifecycleStateUpdating), withGate(pub.InPlaceUpdateReady, corev1.ConditionFalse), func(p *corev1.Pod) {
 		p.Annotations = map[string]string{pub.InPlaceUpdateStateKey: `{"revision":"` + newRev + `","updateTimestamp":null,"lastContainerStatuses":{"main":{"imageID":"old-id"}}}`}
 		p.Spec.Containers = []corev1.Container{{Name: "main", Image: "nginx:2"}}
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "nginx:1", ImageID: "old-id"}}
@@ -85,12 +87,12 @@ func TestInPlaceCompletion(t *testing.T) {
 	}
 	updating.Status.ContainerStatuses[0] = corev1.ContainerStatus{Name: "main", Image: "nginx:2", ImageID: "new-id"}
 	p, _ := Compute(s)
-	if len(p.Actions) != 1 || p.Actions[0].State != pub.LifecycleStateNormal || !p.Actions[0].InPlaceReady {
+	if c, _ := condition(p.Actions[0], pub.InPlaceUpdateReady); len(p.Actions) != 1 || p.Actions[0].State() != pub.LifecycleStateNormal || c.Status != corev1.ConditionTrue {
 		t.Fatalf("done: %+v", p.Actions)
 	}
 	// With an inPlaceUpdate hook whose handlers are not back, Updated.
 	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}}}
-	if p, _ := Compute(s); len(p.Actions) != 1 || p.Actions[0].State != pub.LifecycleStateUpdated {
+	if p, _ := Compute(s); len(p.Actions) != 1 || p.Actions[0].State() != pub.LifecycleStateUpdated {
 		t.Fatalf("done, hook not back: %+v", p.Actions)
 	}
 }
@@ -101,9 +103,12 @@ func TestRollbackReleasesAHeldPod(t *testing.T) {
 	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}, MarkPodNotReady: true}}
 	// Held for an update to newRev, then the spec went back: the pod's
 	// own revision is the update revision again.
-	held := readyPod("a", newRev, inState(pub.LifecycleStatePreparingUpdate), func(p *corev1.Pod) { p.Labels["hold"] = "true" })
+	held := readyPod("a", newRev, inState(pub.LifecycleStatePreparingUpdate), withGate(pub.KruisePodReadyConditionType, corev1.ConditionFalse), func(p *corev1.Pod) {
+		p.Labels["hold"] = "true"
+		p.Status.Conditions[1].Message = `[{"userAgent":"Lifecycle","key":"preUpdateHook"}]`
+	})
 	p, _ := Compute(snapshot(cs, held))
-	if len(p.Actions) != 1 || p.Actions[0].State != pub.LifecycleStateNormal || p.Actions[0].LiftNotReadyKey != pub.PodReadyKeyPreUpdateHook {
+	if len(p.Actions) != 1 || p.Actions[0].State() != pub.LifecycleStateNormal || !liftsNotReady(p.Actions[0], pub.PodReadyKeyPreUpdateHook) {
 		t.Fatalf("actions %+v", p.Actions)
 	}
 }
@@ -114,7 +119,7 @@ func TestGracePeriod(t *testing.T) {
 	cs.Spec.UpdateStrategy.InPlaceUpdateStrategy = &pub.InPlaceUpdateStrategy{GracePeriodSeconds: 10}
 	s := snapshot(cs, readyPod("a", oldRev), readyPod("b", oldRev))
 	s.Templates = map[string]*corev1.PodTemplateSpec{oldRev: template("nginx:1"), newRev: template("nginx:2")}
-	if p, _ := Compute(s); len(p.Actions) != 1 || p.Actions[0].Change.GraceSeconds != 10 {
+	if p, _ := Compute(s); len(p.Actions) != 1 || !strings.Contains(p.Actions[0].Writes[0].Annotations[pub.InPlaceUpdateGraceKey], `"graceSeconds":10`) || len(p.Actions[0].Writes[0].Images) != 0 {
 		t.Fatalf("actions %+v", p.Actions)
 	}
 	// Mid grace: nothing to do but wait; after it, the images go in.
@@ -144,7 +149,8 @@ func TestNewerRevisionRehooksAnUpdatedPod(t *testing.T) {
 	s := snapshot(cs, readyPod("a", oldRev, inState(pub.LifecycleStateUpdated)))
 	s.Templates = map[string]*corev1.PodTemplateSpec{oldRev: template("nginx:1"), newRev: template("nginx:2")}
 	p, _ := Compute(s)
-	if len(p.Actions) != 1 || p.Actions[0].State != pub.LifecycleStatePreparingUpdate || p.Actions[0].ReaddHandlers != hook {
+	if len(p.Actions) != 1 || p.Actions[0].State() != pub.LifecycleStatePreparingUpdate || p.Actions[0].Writes[0].Labels["hold"] != "true" ||
+		!slices.Equal(p.Actions[0].Writes[0].AddFinalizers, hook.FinalizersHandler) {
 		t.Fatalf("actions %+v", p.Actions)
 	}
 }
@@ -171,8 +177,8 @@ func TestInterruptedInPlaceUpdateIsRepaired(t *testing.T) {
 	var repairs []string
 	for _, a := range p.Actions {
 		if a.Type == InitPodReady {
-			if len(a.Conditions) != 1 || a.Conditions[0] != pub.InPlaceUpdateReady {
-				t.Errorf("repair of %s sets %v", a.Pod.Name, a.Conditions)
+			if types := conditionTypes(a); len(types) != 1 || types[0] != pub.InPlaceUpdateReady {
+				t.Errorf("repair of %s sets %v", a.Pod.Name, types)
 			}
 			repairs = append(repairs, a.Pod.Name)
 		}
@@ -252,8 +258,8 @@ func TestInPlaceUpdateByContainerPriority(t *testing.T) {
 	if len(p.Actions) != 1 || p.Actions[0].Type != UpdateInPlace {
 		t.Fatalf("actions %+v", p.Actions)
 	}
-	if ch := p.Actions[0].Change; len(ch.Images) != 1 || ch.Images["redis"] != "redis:2" || ch.NextImages["nginx"] != "nginx:2" {
-		t.Fatalf("first batch %+v", ch)
+	if im, st := images(p.Actions[0]), inPlaceState(t, p.Actions[0]); len(im) != 1 || im["redis"] != "redis:2" || st.NextContainerImages["nginx"] != "nginx:2" {
+		t.Fatalf("first batch %v, next %v", im, st.NextContainerImages)
 	}
 
 	// What the controller wrote: redis's new image, nginx waiting.
@@ -292,8 +298,8 @@ func TestInPlaceUpdateByContainerPriority(t *testing.T) {
 			}
 			switch {
 			case !c.next && len(got) > 0:
-				t.Errorf("acted before redis was updated and Ready: %s %+v", got[0].Type, got[0].Change)
-			case c.next && (len(got) != 1 || got[0].Type != UpdateNextBatch || got[0].Change.Images["nginx"] != "nginx:2" || len(got[0].Change.NextImages) != 0):
+				t.Errorf("acted before redis was updated and Ready: %s %+v", got[0].Type, got[0].Writes)
+			case c.next && (len(got) != 1 || got[0].Type != UpdateNextBatch || images(got[0])["nginx"] != "nginx:2" || len(inPlaceState(t, got[0]).NextContainerImages) != 0):
 				t.Errorf("next batch: %+v", got)
 			}
 		})
@@ -333,11 +339,11 @@ func TestHeldPreparingNormalPodIsNotUpdatedInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(p.Actions) != 0 {
-		t.Fatalf("acted on a pod its preNormal hook holds: %s to %s", p.Actions[0].Type, p.Actions[0].State)
+		t.Fatalf("acted on a pod its preNormal hook holds: %s to %s", p.Actions[0].Type, p.Actions[0].State())
 	}
 	held.Labels[registered] = "true"
 	p, _ = Compute(s)
-	if len(p.Actions) != 1 || p.Actions[0].Type != SetState || p.Actions[0].State != pub.LifecycleStateNormal {
+	if len(p.Actions) != 1 || p.Actions[0].Type != SetState || p.Actions[0].State() != pub.LifecycleStateNormal {
 		t.Fatalf("released: %+v", p.Actions)
 	}
 }
@@ -372,5 +378,32 @@ func TestClaimTemplateChangeRecreatesInPlaceIfPossible(t *testing.T) {
 				t.Errorf("actions %+v, want one %s", p.Actions, tc.want)
 			}
 		})
+	}
+}
+
+// A newer revision that arrives while a pod is still Updating waits for
+// that update to finish, even when the operator already put the
+// inPlaceUpdate handlers back: Updating → PreparingUpdate is no move of the
+// state machine. (The lifecycle model found this once its operator acted
+// on Updating pods too.)
+func TestUpdatingPodWaitsForItsUpdateBeforeTheNext(t *testing.T) {
+	cs := cloneSet(1, "", "1", "")
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}}}
+	const midRev = "web-midhash3"
+	updating := readyPod("a", midRev, inState(pub.LifecycleStateUpdating), func(p *corev1.Pod) {
+		p.Labels["hold"] = "true"
+		p.Annotations = map[string]string{pub.InPlaceUpdateStateKey: `{"revision":"` + midRev + `","updateTimestamp":null,"lastContainerStatuses":{"main":{"imageID":"old-id"}}}`}
+		p.Spec.Containers = []corev1.Container{{Name: "main", Image: "nginx:2"}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "nginx:1", ImageID: "old-id"}}
+	})
+	s := snapshot(cs, updating)
+	s.Templates = map[string]*corev1.PodTemplateSpec{midRev: template("nginx:2"), newRev: template("nginx:3")}
+	p, err := Compute(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Actions) != 0 {
+		t.Fatalf("acted on a pod mid-update: %v", names(p.Actions))
 	}
 }

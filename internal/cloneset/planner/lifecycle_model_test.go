@@ -1,8 +1,10 @@
 package planner
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -47,7 +49,8 @@ func allowed(from, to pub.LifecycleStateType) bool {
 // lifecycle state is skipped. The controller also stops, at random, between
 // the two writes of an in-place update (InPlaceUpdateReady False, then the
 // images): no pod is left NotReady by that for more than one plan beyond the
-// one that could repair it.
+// one that could repair it. After every step each pod's KruisePodReady
+// reasons match its state.
 func TestLifecycleModel(t *testing.T) {
 	const hold, drain = "example.com/hold-update", "example.com/hold-delete"
 	for seed := int64(1); seed <= 200; seed++ {
@@ -101,7 +104,7 @@ func TestLifecycleModel(t *testing.T) {
 							p.Labels[hold] = "false"
 						case pub.LifecycleStatePreparingDelete:
 							p.Labels[drain] = "false"
-						case pub.LifecycleStateUpdated, pub.LifecycleStateNormal:
+						case pub.LifecycleStateUpdating, pub.LifecycleStateUpdated, pub.LifecycleStateNormal:
 							p.Labels[hold] = "true"
 						}
 					}
@@ -124,15 +127,20 @@ func TestLifecycleModel(t *testing.T) {
 				for _, a := range plan.Actions {
 					switch a.Type {
 					case CreatePod:
-						if !allowed("", a.State) {
-							t.Fatalf("step %d: created in %s", step, a.State)
+						if !allowed("", a.State()) {
+							t.Fatalf("step %d: created in %s", step, a.State())
 						}
-						tm := templates[a.Revision]
-						pods["web-"+a.InstanceID] = &corev1.Pod{
-							ObjectMeta: metav1.ObjectMeta{Name: "web-" + a.InstanceID, Labels: map[string]string{
-								appsv1.ControllerRevisionHashLabelKey: a.Revision, pub.LifecycleStateKey: string(a.State), hold: "true", drain: "true"}},
+						tm := templates[a.Create.Revision]
+						gates := []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}
+						if MarksPodNotReady(cs) {
+							gates = append(gates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType})
+						}
+						name := "web-" + a.Create.InstanceID
+						pods[name] = &corev1.Pod{
+							ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+								appsv1.ControllerRevisionHashLabelKey: a.Create.Revision, pub.LifecycleStateKey: string(a.State()), hold: "true", drain: "true"}},
 							Spec: corev1.PodSpec{NodeName: "node", Containers: []corev1.Container{{Name: "main", Image: tm.Spec.Containers[0].Image}},
-								ReadinessGates: []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}},
+								ReadinessGates: gates},
 							Status: corev1.PodStatus{Phase: corev1.PodRunning,
 								Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
 								ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Image: tm.Spec.Containers[0].Image, ImageID: "id-" + tm.Spec.Containers[0].Image}}},
@@ -145,20 +153,10 @@ func TestLifecycleModel(t *testing.T) {
 						delete(pods, a.Pod.Name)
 					case SetState:
 						p := pods[a.Pod.Name]
-						if !allowed(podfacts.State(p), a.State) {
-							t.Fatalf("step %d: %s moved %s → %s", step, p.Name, podfacts.State(p), a.State)
+						if !allowed(podfacts.State(p), a.State()) {
+							t.Fatalf("step %d: %s moved %s → %s", step, p.Name, podfacts.State(p), a.State())
 						}
-						p.Labels[pub.LifecycleStateKey] = string(a.State)
-						if a.ReaddHandlers != nil {
-							p.Labels[hold] = "true"
-						}
-						if a.InPlaceReady {
-							setModelCondition(p, pub.InPlaceUpdateReady, corev1.ConditionTrue)
-						}
-					case InitPodReady:
-						for _, c := range a.Conditions {
-							setModelCondition(pods[a.Pod.Name], c, corev1.ConditionTrue)
-						}
+						applyModelWrites(p, a.Writes)
 					case UpdateInPlace:
 						p := pods[a.Pod.Name]
 						if lifecycle.IsHooked(cs.Spec.Lifecycle.InPlaceUpdate, p) {
@@ -167,19 +165,18 @@ func TestLifecycleModel(t *testing.T) {
 						if !allowed(podfacts.State(p), pub.LifecycleStateUpdating) {
 							t.Fatalf("step %d: %s updated from %s", step, p.Name, podfacts.State(p))
 						}
-						setModelCondition(p, pub.InPlaceUpdateReady, corev1.ConditionFalse)
-						if rng.Intn(5) == 0 {
+						if len(a.Writes) == 2 && rng.Intn(5) == 0 {
+							applyModelWrites(p, a.Writes[:1])
 							continue // the controller stopped before the second write
 						}
-						p.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStateUpdating)
-						p.Labels[appsv1.ControllerRevisionHashLabelKey] = a.Revision
-						p.Annotations = map[string]string{pub.InPlaceUpdateStateKey: fmt.Sprintf(`{"revision":%q,"updateTimestamp":null,"lastContainerStatuses":{"main":{"imageID":%q}}}`,
-							a.Revision, p.Status.ContainerStatuses[0].ImageID)}
-						for c, image := range a.Change.Images {
-							if c == "main" {
-								p.Spec.Containers[0].Image = image
-							}
-						}
+						applyModelWrites(p, a.Writes)
+					default:
+						applyModelWrites(pods[a.Pod.Name], a.Writes)
+					}
+				}
+				for _, name := range sortedNames(pods) {
+					if err := notReadyReasonsHold(cs.Spec.Lifecycle, pods[name]); err != nil {
+						t.Fatalf("step %d: %s in %s: %v", step, name, podfacts.State(pods[name]), err)
 					}
 				}
 				// A pod left NotReady by an interrupted update is repaired,
@@ -214,14 +211,81 @@ func TestLifecycleModel(t *testing.T) {
 	}
 }
 
-func setModelCondition(p *corev1.Pod, t corev1.PodConditionType, status corev1.ConditionStatus) {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == t {
-			p.Status.Conditions[i].Status = status
-			return
+// applyModelWrites does to the model pod what the API server does with the
+// executor's rendering of writes.
+func applyModelWrites(p *corev1.Pod, writes []PodWrite) {
+	for _, w := range writes {
+		for k, v := range w.Labels {
+			p.Labels[k] = v
+		}
+		for _, k := range w.RemoveLabels {
+			delete(p.Labels, k)
+		}
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		for k, v := range w.Annotations {
+			p.Annotations[k] = v
+		}
+		for _, k := range w.RemoveAnnotations {
+			delete(p.Annotations, k)
+		}
+		p.Finalizers = append(p.Finalizers, w.AddFinalizers...)
+		for i, c := range p.Spec.Containers {
+			if image, ok := w.Images[c.Name]; ok {
+				p.Spec.Containers[i].Image = image
+			}
+		}
+		for _, c := range w.Conditions {
+			i := slices.IndexFunc(p.Status.Conditions, func(old corev1.PodCondition) bool { return old.Type == c.Type })
+			if i < 0 {
+				p.Status.Conditions = append(p.Status.Conditions, c)
+			} else {
+				p.Status.Conditions[i] = c
+			}
 		}
 	}
-	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: t, Status: status})
+}
+
+// notReadyReasonsHold checks a pod's KruisePodReady condition against its
+// state (reference §2.4): a hook with markPodNotReady holds the pod NotReady
+// under its key while it holds the pod, the key goes once the pod is past
+// the hook, and the condition is False exactly while some reason is left.
+func notReadyReasonsHold(l *pub.Lifecycle, p *corev1.Pod) error {
+	if !podfacts.HasReadinessGate(p, pub.KruisePodReadyConditionType) {
+		return nil
+	}
+	var cond *corev1.PodCondition
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == pub.KruisePodReadyConditionType {
+			cond = &p.Status.Conditions[i]
+		}
+	}
+	reasons := map[string]bool{}
+	if cond != nil && cond.Message != "" {
+		var entries []pub.PodReadyMessageEntry
+		if err := json.Unmarshal([]byte(cond.Message), &entries); err != nil {
+			return fmt.Errorf("unreadable KruisePodReady message %q: %v", cond.Message, err)
+		}
+		for _, e := range entries {
+			reasons[e.Key] = true
+		}
+	}
+	if cond != nil && (cond.Status == corev1.ConditionFalse) != (len(reasons) > 0) {
+		return fmt.Errorf("KruisePodReady is %s with reasons %q", cond.Status, cond.Message)
+	}
+	state := podfacts.State(p)
+	switch {
+	case state == pub.LifecycleStatePreparingUpdate && l.InPlaceUpdate.MarkPodNotReady && !reasons[pub.PodReadyKeyPreUpdateHook]:
+		return fmt.Errorf("held for update but not NotReady for it")
+	case (state == pub.LifecycleStateNormal || state == pub.LifecycleStateUpdated) && reasons[pub.PodReadyKeyPreUpdateHook]:
+		return fmt.Errorf("past its update but still NotReady for it")
+	case state == pub.LifecycleStatePreparingDelete && l.PreDelete.MarkPodNotReady && !reasons[pub.PodReadyKeyPreDeleteHook]:
+		return fmt.Errorf("held for deletion but not NotReady for it")
+	case state != pub.LifecycleStatePreparingDelete && reasons[pub.PodReadyKeyPreDeleteHook]:
+		return fmt.Errorf("not held for deletion but NotReady for it")
+	}
+	return nil
 }
 
 func sortedNames(pods map[string]*corev1.Pod) []string {

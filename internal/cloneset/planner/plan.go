@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
@@ -86,41 +87,50 @@ const (
 	UpdateNextBatch ActionType = "UpdateNextBatch"
 )
 
-// Action is one step of a plan.
+// Action is one step of a plan: what it does to which pod, and why. A
+// CreatePod carries the pod to make, every other action but DeletePod the
+// writes to its pod, each written out in full.
 type Action struct {
 	Type ActionType
 	// Pod is the pod acted on; nil for CreatePod.
 	Pod *corev1.Pod
-	// InstanceID is the id of the pod to create.
-	InstanceID string
-	// Revision is the revision to create the pod at.
-	Revision string
-	// State is the state SetState moves the pod to, or the state CreatePod
-	// creates it in.
-	State pub.LifecycleStateType
-	// AddNotReadyKey, on SetState, first makes the pod NotReady through its
-	// KruisePodReady condition, recording this key (markPodNotReady).
-	AddNotReadyKey string
-	// InPlaceReady, on SetState, first sets the pod's InPlaceUpdateReady
-	// condition back to True: its in-place update is done.
-	InPlaceReady bool
-	// LiftNotReadyKey, on SetState, first lifts the NotReady reason an
-	// earlier AddNotReadyKey recorded under this key; the pod is Ready
-	// again if none is left.
-	LiftNotReadyKey string
-	// Change is what UpdateInPlace, or UpdateNextBatch, changes.
-	Change *InPlaceChange
-	// Conditions are, on InitPodReady and SetState, the readiness-gate
-	// conditions to set True (a new pod's, in the write that makes it
-	// Normal).
-	Conditions []corev1.PodConditionType
-	// ReaddHandlers, on SetState, puts this hook's labels and finalizers
-	// back on the pod in the same write.
-	ReaddHandlers *pub.LifecycleHook
+	// Create is the pod a CreatePod makes.
+	Create *Creation
+	// Writes are the writes to Pod, in order; each is sent only once the
+	// one before it succeeded.
+	Writes []PodWrite
 	// Reason says why, for events and logs.
 	Reason string
 	// Warnings are said, as Warning events, once the action is done.
 	Warnings []Warning
+}
+
+// State is the lifecycle state the action leaves its pod in: the one a
+// created pod starts in, or the one its writes set; "" for none.
+func (a Action) State() pub.LifecycleStateType {
+	if a.Create != nil {
+		return a.Create.State
+	}
+	for i := len(a.Writes) - 1; i >= 0; i-- {
+		if s, ok := a.Writes[i].Labels[pub.LifecycleStateKey]; ok {
+			return pub.LifecycleStateType(s)
+		}
+	}
+	return ""
+}
+
+// Revision is the revision the action moves its pod to: the one a created
+// pod is made from, or the one an in-place update writes; "" for none.
+func (a Action) Revision() string {
+	if a.Create != nil {
+		return a.Create.Revision
+	}
+	for _, w := range a.Writes {
+		if r, ok := w.Labels[appsv1.ControllerRevisionHashLabelKey]; ok {
+			return r
+		}
+	}
+	return ""
 }
 
 // Warning is a Warning event an action calls for: Reason is its reason
@@ -201,7 +211,11 @@ func Compute(s Snapshot) (Plan, error) {
 		p.Phase, p.Actions = PhaseScale, withInitPodReady(s, p.allowed(s, actions))
 		return p, nil
 	}
-	if actions := refreshStates(s); len(actions) > 0 {
+	actions, err := refreshStates(s)
+	if err != nil {
+		return p, err
+	}
+	if len(actions) > 0 {
 		p.Phase, p.Actions = PhaseRefresh, withInitPodReady(s, actions)
 		return p, nil
 	}
@@ -241,11 +255,11 @@ func disruptionOf(a Action) (disruption.Kind, bool) {
 	switch {
 	case a.Type == DeletePod:
 		return disruption.Delete, true
-	case a.Type == SetState && a.State == pub.LifecycleStatePreparingDelete:
+	case a.Type == SetState && a.State() == pub.LifecycleStatePreparingDelete:
 		return disruption.Delete, true
 	case a.Type == UpdateInPlace:
 		return disruption.InPlaceUpdate, true
-	case a.Type == SetState && a.State == pub.LifecycleStatePreparingUpdate && podfacts.State(a.Pod) != pub.LifecycleStatePreparingUpdate:
+	case a.Type == SetState && a.State() == pub.LifecycleStatePreparingUpdate && podfacts.State(a.Pod) != pub.LifecycleStatePreparingUpdate:
 		return disruption.InPlaceUpdate, true
 	}
 	return "", false
@@ -292,7 +306,7 @@ func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []Action {
 			}
 			budget--
 		}
-		actions = append(actions, deleteOrHold(preDelete, pod, "it was specified for deletion"))
+		actions = append(actions, deleteOrHold(s, preDelete, pod, "it was specified for deletion"))
 	}
 	if len(actions) > 0 || len(specified) > 0 || len(held) > 0 {
 		// Ordinary scale-in waits until specified and held pods are gone.
@@ -320,7 +334,7 @@ func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []Action {
 				}
 				budget--
 			}
-			actions = append(actions, deleteOrHold(preDelete, pod, fmt.Sprintf("replicas is %d", replicasOf(cs))))
+			actions = append(actions, deleteOrHold(s, preDelete, pod, fmt.Sprintf("replicas is %d", replicasOf(cs))))
 		}
 	}
 	return actions
@@ -353,8 +367,8 @@ func revivePreparingDelete(s Snapshot, podsToDelete map[string]bool) []Action {
 		if missing <= 0 {
 			break
 		}
-		actions = append(actions, Action{Type: SetState, Pod: pod, State: pub.LifecycleStatePreparingNormal,
-			Reason: "replicas went up again while it was held for deletion"})
+		actions = append(actions, setState(s, pod, transition{to: pub.LifecycleStatePreparingNormal},
+			"replicas went up again while it was held for deletion"))
 		missing--
 	}
 	return actions
@@ -362,13 +376,13 @@ func revivePreparingDelete(s Snapshot, podsToDelete map[string]bool) []Action {
 
 // deleteOrHold deletes a pod, unless its preDelete hook holds it, in which
 // case it moves to PreparingDelete and waits there.
-func deleteOrHold(preDelete *pub.LifecycleHook, pod *corev1.Pod, why string) Action {
+func deleteOrHold(s Snapshot, preDelete *pub.LifecycleHook, pod *corev1.Pod, why string) Action {
 	if lifecycle.IsHooked(preDelete, pod) {
-		a := Action{Type: SetState, Pod: pod, State: pub.LifecycleStatePreparingDelete, Reason: why + "; its preDelete hook holds it"}
+		t := transition{to: pub.LifecycleStatePreparingDelete}
 		if preDelete.MarkPodNotReady {
-			a.AddNotReadyKey = pub.PodReadyKeyPreDeleteHook
+			t.addNotReady = pub.PodReadyKeyPreDeleteHook
 		}
-		return a
+		return setState(s, pod, t, why+"; its preDelete hook holds it")
 	}
 	return Action{Type: DeletePod, Pod: pod, Reason: why}
 }
@@ -404,32 +418,10 @@ func MarksPodNotReady(cs *appsv1alpha1.CloneSet) bool {
 // already touch are left out: a plan's actions must not race on one pod.
 func withInitPodReady(s Snapshot, actions []Action) []Action {
 	touched := map[*corev1.Pod]bool{}
-	for i := range actions {
-		a := &actions[i]
+	for _, a := range actions {
+		// A state change repairs and initialises in its own write (see
+		// setState).
 		touched[a.Pod] = true
-		if a.Type != SetState {
-			continue
-		}
-		if a.AddNotReadyKey != "" && !podfacts.HasReadinessGate(a.Pod, pub.KruisePodReadyConditionType) {
-			// Readiness gates are fixed at creation: a pod made before
-			// markPodNotReady was set cannot be made NotReady. Say so
-			// where the hook holds it, rather than leave it serving
-			// silently.
-			a.Warnings = append(a.Warnings, Warning{Reason: "MarkPodNotReadyUnavailable", Message: fmt.Sprintf(
-				"pod %s stays Ready in %s: it has no %s readiness gate (created before markPodNotReady was set); recreate it to get one",
-				a.Pod.Name, a.State, pub.KruisePodReadyConditionType)})
-		}
-		// A state change repairs and initialises in the same write.
-		if a.State != pub.LifecycleStateUpdating && strandedNotReady(a.Pod) {
-			a.InPlaceReady = true
-		}
-		for _, t := range missingGateConditions(a.Pod) {
-			// A KruisePodReady reason added or lifted starts from a
-			// missing condition as from a True one.
-			if t != pub.KruisePodReadyConditionType || (a.AddNotReadyKey == "" && a.LiftNotReadyKey == "") {
-				a.Conditions = append(a.Conditions, t)
-			}
-		}
 	}
 	preNormal := lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal })
 	for _, pod := range s.Pods {
@@ -448,7 +440,7 @@ func withInitPodReady(s Snapshot, actions []Action) []Action {
 			reason = "an in-place update that never started left it NotReady"
 		}
 		if len(set) > 0 {
-			actions = append(actions, Action{Type: InitPodReady, Pod: pod, Conditions: set, Reason: reason})
+			actions = append(actions, initPodReady(s, pod, set, reason))
 		}
 	}
 	return actions
@@ -530,7 +522,7 @@ func creates(s Snapshot, d Diffs) []Action {
 		if i < d.ScaleUpNumOldRevision {
 			rev, why = s.CurrentRevision, "replicas is missing pods; partition keeps them at the current revision"
 		}
-		actions = append(actions, Action{Type: CreatePod, InstanceID: id, Revision: rev, State: state, Reason: why})
+		actions = append(actions, Action{Type: CreatePod, Create: &Creation{InstanceID: id, Revision: rev, State: state}, Reason: why})
 	}
 	return actions
 }
@@ -538,11 +530,15 @@ func creates(s Snapshot, d Diffs) []Action {
 // refreshStates moves pods out of PreparingNormal: when every handler of the
 // preNormal hook is present, or, for pods created while a preNormal hook was
 // declared that has since been removed, once they are scheduled.
-func refreshStates(s Snapshot) []Action {
+func refreshStates(s Snapshot) ([]Action, error) {
 	preNormal := lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal })
 	var actions []Action
 	for _, pod := range s.Pods {
-		if a, ok := refreshInPlace(s, pod); ok {
+		a, ok, err := refreshInPlace(s, pod)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
 			actions = append(actions, a)
 			continue
 		}
@@ -551,12 +547,12 @@ func refreshStates(s Snapshot) []Action {
 		}
 		switch {
 		case preNormal == nil && pod.Spec.NodeName != "":
-			actions = append(actions, Action{Type: SetState, Pod: pod, State: pub.LifecycleStateNormal, Reason: "it is scheduled"})
+			actions = append(actions, setState(s, pod, transition{to: pub.LifecycleStateNormal}, "it is scheduled"))
 		case preNormal != nil && lifecycle.IsAllHooked(preNormal, pod):
-			actions = append(actions, Action{Type: SetState, Pod: pod, State: pub.LifecycleStateNormal, Reason: "every preNormal handler is present"})
+			actions = append(actions, setState(s, pod, transition{to: pub.LifecycleStateNormal}, "every preNormal handler is present"))
 		}
 	}
-	return actions
+	return actions, nil
 }
 
 // update picks the pods to move to the update revision now and marks them
@@ -595,7 +591,7 @@ func update(s Snapshot, d Diffs) ([]Action, error) {
 			continue // the scale step deletes it
 		}
 		if !inPlace {
-			actions = append(actions, deleteOrHold(preDelete, pod, fmt.Sprintf("recreate for update to revision %s", s.UpdateRevision)))
+			actions = append(actions, deleteOrHold(s, preDelete, pod, fmt.Sprintf("recreate for update to revision %s", s.UpdateRevision)))
 			continue
 		}
 		a, err := inPlaceUpdate(s, pod, preDelete)

@@ -313,7 +313,11 @@ func TestMarkPodNotReady(t *testing.T) {
 	}
 	var got []string
 	for _, a := range p.Actions {
-		got = append(got, string(a.Type)+" "+a.Pod.Name+" "+a.AddNotReadyKey)
+		reason := ""
+		if addsNotReady(a, pub.PodReadyKeyPreDeleteHook) {
+			reason = pub.PodReadyKeyPreDeleteHook
+		}
+		got = append(got, string(a.Type)+" "+a.Pod.Name+" "+reason)
 	}
 	if want := []string{"SetState web-b preDeleteHook", "InitPodReady web-c "}; !slices.Equal(got, want) {
 		t.Errorf("actions %v, want %v; diffs %+v", got, want, p.Diffs)
@@ -321,8 +325,8 @@ func TestMarkPodNotReady(t *testing.T) {
 	// Without markPodNotReady, holding a pod does not touch readiness.
 	cs.Spec.Lifecycle.PreDelete.MarkPodNotReady = false
 	cs.Spec.Replicas = ptr.To[int32](1)
-	p, _ = Compute(snapshot(cs, readyPod("a", newRev, held), readyPod("b", newRev, held)))
-	if len(p.Actions) != 1 || p.Actions[0].AddNotReadyKey != "" {
+	p, _ = Compute(snapshot(cs, readyPod("a", newRev, held, gated, initialised), readyPod("b", newRev, held, gated, initialised)))
+	if _, touched := condition(p.Actions[0], pub.KruisePodReadyConditionType); len(p.Actions) != 1 || touched {
 		t.Errorf("actions %+v", p.Actions)
 	}
 }
@@ -349,7 +353,7 @@ func TestMarkPodNotReadyWithoutTheGateWarns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(p.Actions) != 1 || p.Actions[0].State != pub.LifecycleStatePreparingDelete {
+		if len(p.Actions) != 1 || p.Actions[0].State() != pub.LifecycleStatePreparingDelete {
 			t.Fatalf("%s: actions %+v", tc.name, p.Actions)
 		}
 		w := p.Actions[0].Warnings

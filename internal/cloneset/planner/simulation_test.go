@@ -79,22 +79,22 @@ func (w *world) step() Plan {
 		switch a.Type {
 		case CreatePod:
 			for _, p := range w.pods {
-				if p.Labels[appsv1alpha1.CloneSetInstanceID] == a.InstanceID {
-					w.t.Fatalf("instance id %s created twice", a.InstanceID)
+				if p.Labels[appsv1alpha1.CloneSetInstanceID] == a.Create.InstanceID {
+					w.t.Fatalf("instance id %s created twice", a.Create.InstanceID)
 				}
 			}
-			w.pods["web-"+a.InstanceID] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-				Name: "web-" + a.InstanceID, CreationTimestamp: metav1.NewTime(w.now),
+			w.pods["web-"+a.Create.InstanceID] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+				Name: "web-" + a.Create.InstanceID, CreationTimestamp: metav1.NewTime(w.now),
 				Labels: map[string]string{
-					appsv1alpha1.CloneSetInstanceID:       a.InstanceID,
-					appsv1.ControllerRevisionHashLabelKey: a.Revision,
-					pub.LifecycleStateKey:                 string(a.State),
+					appsv1alpha1.CloneSetInstanceID:       a.Create.InstanceID,
+					appsv1.ControllerRevisionHashLabelKey: a.Revision(),
+					pub.LifecycleStateKey:                 string(a.State()),
 				},
 			}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
 		case DeletePod:
 			delete(w.pods, a.Pod.Name)
 		case SetState:
-			w.pods[a.Pod.Name].Labels[pub.LifecycleStateKey] = string(a.State)
+			w.pods[a.Pod.Name].Labels[pub.LifecycleStateKey] = string(a.State())
 		}
 	}
 	// The controller never takes more pods out of service than

@@ -1,8 +1,6 @@
-package controller
+package planner
 
 import (
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -69,11 +67,5 @@ func TestKruisePodReady(t *testing.T) {
 	ungated.Spec.ReadinessGates = nil
 	if _, changed := kruisePodReady(ungated, "", pub.PodReadyKeyPreDeleteHook, t1); changed {
 		t.Error("a pod without the KruisePodReady gate is changed; the condition would not make it NotReady")
-	}
-}
-
-func TestStaleErrorNamesItsPod(t *testing.T) {
-	if !strings.Contains((&staleError{pod: "web-a", err: errors.New("test failed")}).Error(), "web-a") {
-		t.Error("a stale error does not name its pod")
 	}
 }

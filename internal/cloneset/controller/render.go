@@ -1,0 +1,52 @@
+package controller
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
+	"github.com/lifeline-k8s/lifeline/internal/podpatch"
+)
+
+// render turns a planned write into the JSON patch that makes it, guarded
+// by the labels and finalizers the plan saw (and by any annotation the
+// write says it rests on). It decides nothing: everything it writes is in
+// w. Map entries go in key order, so the same write renders the same
+// patch.
+func render(pod *corev1.Pod, w planner.PodWrite) *podpatch.Patch {
+	p := podpatch.New(pod, true)
+	for _, k := range sortedKeys(w.ExpectAnnotations) {
+		p.Test(podpatch.Pointer("metadata", "annotations", k), w.ExpectAnnotations[k])
+	}
+	if len(w.Labels) > 0 || len(w.RemoveLabels) > 0 {
+		p.SetLabels(w.Labels, w.RemoveLabels...)
+	}
+	for _, k := range sortedKeys(w.Annotations) {
+		p.SetAnnotation(k, w.Annotations[k])
+	}
+	for _, k := range w.RemoveAnnotations {
+		p.RemoveAnnotation(k)
+	}
+	if len(w.AddFinalizers) > 0 {
+		p.AddFinalizers(w.AddFinalizers)
+	}
+	for i, c := range pod.Spec.Containers {
+		if image, ok := w.Images[c.Name]; ok {
+			p.SetImage(i, c.Name, image)
+		}
+	}
+	for _, c := range w.Conditions {
+		p.SetCondition(c)
+	}
+	return p
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
