@@ -170,7 +170,6 @@ type cycle struct {
 // when to look again, while the cache does not show this controller's own
 // writes yet, and none for a CloneSet that is gone.
 func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle, ctrl.Result, error) {
-	logger := log.FromContext(ctx)
 	cs := &appsv1alpha1.CloneSet{}
 	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -190,27 +189,8 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	for i := range owned.Items {
 		all = append(all, &owned.Items[i])
 	}
-	lookup := func(name string) (types.UID, bool, error) {
-		pod := &corev1.Pod{}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: cs.Namespace, Name: name}, pod)
-		if apierrors.IsNotFound(err) {
-			return "", false, nil
-		}
-		return pod.UID, err == nil, err
-	}
-	ok, waiting, expired, err := r.expectations.Satisfied(req.NamespacedName, all, lookup, now)
-	if err != nil {
-		return nil, ctrl.Result{}, err
-	}
-	if expired > 0 {
-		expectationsExpired.WithLabelValues(cs.Namespace, cs.Name).Add(float64(expired))
-		logger.Info("dropped expectations the cache never met", "count", expired)
-	}
-	if !ok {
-		// The watch event that meets the expectation requeues us; the
-		// delay only bounds a missed one.
-		logger.V(1).Info("waiting for the cache", "for", waiting)
-		return nil, ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	if wait, err := r.waitForCache(ctx, cs, all, now); wait > 0 || err != nil {
+		return nil, ctrl.Result{RequeueAfter: wait}, err
 	}
 
 	selector, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
@@ -251,6 +231,35 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 		NewInstanceID:                 randomID, Now: now,
 	}
 	return &cycle{cs: cs, all: all, snap: snap, revs: revs, selector: selector}, ctrl.Result{}, nil
+}
+
+// waitForCache says how long to wait before planning while the cache does
+// not show this controller's own writes to the CloneSet's pods yet: 0 once
+// it does. A write it never shows stops counting after ExpectationTimeout.
+func (r *Reconciler) waitForCache(ctx context.Context, cs *appsv1alpha1.CloneSet, all []*corev1.Pod, now time.Time) (time.Duration, error) {
+	lookup := func(name string) (types.UID, bool, error) {
+		pod := &corev1.Pod{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: cs.Namespace, Name: name}, pod)
+		if apierrors.IsNotFound(err) {
+			return "", false, nil
+		}
+		return pod.UID, err == nil, err
+	}
+	ok, waiting, expired, err := r.expectations.Satisfied(client.ObjectKeyFromObject(cs), all, lookup, now)
+	if err != nil {
+		return 0, err
+	}
+	if expired > 0 {
+		expectationsExpired.WithLabelValues(cs.Namespace, cs.Name).Add(float64(expired))
+		log.FromContext(ctx).Info("dropped expectations the cache never met", "count", expired)
+	}
+	if !ok {
+		// The watch event that meets the expectation requeues us; the
+		// delay only bounds a missed one.
+		log.FromContext(ctx).V(1).Info("waiting for the cache", "for", waiting)
+		return 5 * time.Second, nil
+	}
+	return 0, nil
 }
 
 // tidy drops names of gone pods from podsToDelete, truncates the revision
