@@ -7,7 +7,7 @@ DEVCTL := $(GO) run ./hack/devctl
 # Modules besides the main one that make vet and make test cover: the
 # public API module and the tools modules with tests of their own.
 # (hack/kruisevectors, which builds OpenKruise, runs only by hand.)
-SUBMODULES := api hack/tools/kwok
+SUBMODULES := api pkg hack/tools/kwok
 
 .PHONY: all
 all: build
@@ -27,6 +27,7 @@ generate: ## Regenerate deepcopy functions, CRDs and RBAC from the API markers.
 	  $$CONTROLLER_GEN crd rbac:roleName=lifeline-manager webhook paths=./... paths=github.com/lifeline-k8s/lifeline/api/... \
 	    output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 	    output:webhook:artifacts:config=config/webhook && \
+	  (cd pkg && $$CONTROLLER_GEN rbac:roleName=lifeline-bridge paths=./hook/... output:rbac:dir=../config/bridge) && \
 	  $(GO) run ./hack/webhookselectors
 
 .PHONY: verify-generated

@@ -60,7 +60,13 @@ func restartManager() error {
 // counter reads a counter from the running manager's metrics endpoint; a
 // restart starts it from zero, as it would in a cluster.
 func counter(name string, labels map[string]string) float64 {
-	resp, err := http.Get(lifeline.MetricsURL)
+	return metricAt(lifeline.MetricsURL, name, labels)
+}
+
+// metricAt reads a counter or gauge from a metrics endpoint: the first
+// series matching labels, 0 when there is none, -1 when it cannot be read.
+func metricAt(url, name string, labels map[string]string) float64 {
+	resp, err := http.Get(url)
 	if err != nil {
 		return -1
 	}
@@ -80,6 +86,9 @@ metric:
 			if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
 				continue metric
 			}
+		}
+		if m.GetGauge() != nil {
+			return m.GetGauge().GetValue()
 		}
 		return m.GetCounter().GetValue()
 	}

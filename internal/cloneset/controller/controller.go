@@ -32,8 +32,8 @@ import (
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 	"github.com/lifeline-k8s/lifeline/internal/disruption"
-	"github.com/lifeline-k8s/lifeline/internal/podfacts"
-	"github.com/lifeline-k8s/lifeline/internal/podpatch"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
+	"github.com/lifeline-k8s/lifeline/pkg/podpatch"
 )
 
 // ownerIndex indexes pods, PVCs and revisions by the UID of their

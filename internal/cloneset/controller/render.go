@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
-	"github.com/lifeline-k8s/lifeline/internal/podpatch"
+	"github.com/lifeline-k8s/lifeline/pkg/podpatch"
 )
 
 // render turns a planned write into the JSON patch that makes it, guarded

@@ -6,7 +6,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/podfacts"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 // BindingState decides whether the write that binds pod to a node should

@@ -10,7 +10,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/podfacts"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 // Diffs is how far the pods are from the spec: how many to create and

@@ -11,7 +11,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/podfacts"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 func template(image string, env ...corev1.EnvVar) *corev1.PodTemplateSpec {

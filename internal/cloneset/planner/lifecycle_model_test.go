@@ -16,8 +16,8 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/lifecycle"
-	"github.com/lifeline-k8s/lifeline/internal/podfacts"
+	"github.com/lifeline-k8s/lifeline/pkg/lifecycle"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 // allowedMoves are the lifecycle transitions of OpenKruise's state machine

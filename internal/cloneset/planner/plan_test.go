@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
-	"github.com/lifeline-k8s/lifeline/internal/podfacts"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 func TestCalculateDiffs(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/podfacts"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 // Status computes a CloneSet's status from its pods. previous is the stored

@@ -13,8 +13,8 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/revision"
-	"github.com/lifeline-k8s/lifeline/internal/lifecycle"
-	"github.com/lifeline-k8s/lifeline/internal/podfacts"
+	"github.com/lifeline-k8s/lifeline/pkg/lifecycle"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 // PodWrite is the whole target of one write to a pod: every label,

@@ -162,6 +162,15 @@ func (p *Patch) AddFinalizers(finalizers []string) {
 	}
 }
 
+// RemoveFinalizers removes finalizers the pod has. The whole list is
+// written, which is safe because it was tested (New with guardDecision).
+func (p *Patch) RemoveFinalizers(finalizers []string) {
+	list := slices.DeleteFunc(slices.Clone(p.pod.Finalizers), func(f string) bool { return slices.Contains(finalizers, f) })
+	if len(list) < len(p.pod.Finalizers) {
+		p.ops = append(p.ops, patchOp{Op: "add", Path: Pointer("metadata", "finalizers"), Value: list})
+	}
+}
+
 // setImage changes the image of the container at index i, named name.
 func (p *Patch) SetImage(i int, name, image string) {
 	base := []string{"spec", "containers", strconv.Itoa(i)}

@@ -1,0 +1,115 @@
+// Command lifeline-bridge keeps a service registry in step with CloneSet
+// pods through their lifecycle hooks: a pod is registered before it counts
+// as available and unregistered before it is updated or deleted. It is
+// configured from a file (see internal/bridge.Config).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/bridge"
+	"github.com/lifeline-k8s/lifeline/pkg/hook"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "lifeline-bridge:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var configPath, metricsAddr, healthAddr, leaderNamespace string
+	var leaderElect bool
+	flag.StringVar(&configPath, "config", "", "The bridge's configuration file (required).")
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	flag.StringVar(&healthAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
+	flag.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader so that of several replicas one handles the pods.")
+	flag.StringVar(&leaderNamespace, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to the pod's namespace.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if configPath == "" {
+		return fmt.Errorf("--config is required")
+	}
+	cfg, err := bridge.LoadConfig(configPath)
+	if err != nil {
+		return err
+	}
+	ctx := ctrl.SetupSignalHandler()
+	log := ctrl.Log.WithName("bridge").WithValues("bridge", cfg.Name)
+
+	cacheOpts := ctrlcache.Options{}
+	if cfg.Namespace != "" {
+		cacheOpts.DefaultNamespaces = map[string]ctrlcache.Config{cfg.Namespace: {}}
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Cache:                   cacheOpts,
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  healthAddr,
+		LeaderElection:          leaderElect,
+		LeaderElectionID:        "lifeline-bridge-" + cfg.Name,
+		LeaderElectionNamespace: leaderNamespace,
+		// A new leader takes over without waiting for the old lease to
+		// run out when the old one stops cleanly.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return err
+	}
+	if err := appsv1alpha1.AddToScheme(mgr.GetScheme()); err != nil {
+		return err
+	}
+	b := &bridge.Bridge{Config: cfg, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Log: log}
+	registry, closeRegistry, err := bridge.NewRegistry(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeRegistry()
+	b.Registry = registry
+	if c, ok := registry.(interface{ Changed() <-chan struct{} }); ok {
+		b.Changed = c.Changed()
+	}
+	if err := hook.Add(mgr, b.Handlers(), hook.Options{Name: cfg.Name, CloneSets: cfg.Selector(), Timeout: cfg.Timeout.Duration}); err != nil {
+		return err
+	}
+	if err := mgr.Add(b); err != nil {
+		return err
+	}
+	if err := pokeOnPodDeletion(ctx, mgr, b); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	log.Info("starting", "config", configPath)
+	return mgr.Start(ctx)
+}
+
+// pokeOnPodDeletion reconciles the registry when a pod is deleted, so the
+// entry of a pod that went without a preDelete hook (evicted, its node
+// lost) goes at once rather than at the next resync.
+func pokeOnPodDeletion(ctx context.Context, mgr ctrl.Manager, b *bridge.Bridge) error {
+	informer, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return err
+	}
+	_, err = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(any) { b.Poke() }})
+	return err
+}

@@ -1,0 +1,141 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Registry is a service registry running next to the cluster.
+type Registry struct {
+	// Name is the process name, for LogFile, StopProcess and
+	// StartRegistryAgain.
+	Name string
+	// Endpoint is where clients reach it.
+	Endpoint string
+
+	args []string
+}
+
+// StartEtcdRegistry runs an etcd of its own, on loopback, as the service
+// registry a bridge keeps in step with the pods: the cluster's pinned etcd
+// binary, not the cluster's etcd.
+func (c *Cluster) StartEtcdRegistry(ctx context.Context, name string) (*Registry, error) {
+	ports, err := FreePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	client := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	r := &Registry{Name: name, Endpoint: client, args: []string{
+		"--name=" + name,
+		"--data-dir=" + filepath.Join(c.Dir, name),
+		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=" + name + "=" + peer,
+		"--listen-metrics-urls=",
+		"--unsafe-no-fsync",
+	}}
+	return r, c.StartRegistryAgain(ctx, r)
+}
+
+// StartRegistryAgain starts a registry stopped with StopProcess, with its
+// data, and waits until it answers.
+func (c *Cluster) StartRegistryAgain(ctx context.Context, r *Registry) error {
+	if err := c.StartProcess(r.Name, c.Binaries["etcd"], r.args...); err != nil {
+		return err
+	}
+	return c.waitHTTP(ctx, r.Name, r.Endpoint+"/health")
+}
+
+// BridgeOptions say how to run lifeline-bridge next to the cluster.
+type BridgeOptions struct {
+	// Root is the repository to build the bridge from; Dir holds the
+	// binary.
+	Root, Dir string
+	// Config is the path of the bridge's configuration file.
+	Config string
+}
+
+// Bridge is a running lifeline-bridge.
+type Bridge struct {
+	Name       string
+	MetricsURL string
+
+	bin, readyz string
+	args        []string
+}
+
+// StartBridge builds lifeline-bridge and runs it as it would run in a
+// cluster: under its own identity (user lifeline-bridge) bound by the
+// generated ClusterRole config/bridge, with leader election. It returns
+// once the bridge is ready.
+func (c *Cluster) StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, error) {
+	bin := filepath.Join(o.Dir, "bin", "lifeline-bridge")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/lifeline-bridge")
+	build.Dir = o.Root
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		return nil, fmt.Errorf("building lifeline-bridge: %w", err)
+	}
+	apply := exec.CommandContext(ctx, c.Binaries["kubectl"], "--kubeconfig", c.Kubeconfig, "apply", "-f", filepath.Join(o.Root, "config", "bridge"))
+	if out, err := apply.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("applying the bridge's RBAC: %w\n%s", err, out)
+	}
+	client, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return nil, err
+	}
+	const user = "lifeline-bridge"
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "lifeline-bridge-local"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "lifeline-bridge"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	kubeconfig, err := c.WriteKubeconfig(user)
+	if err != nil {
+		return nil, err
+	}
+	ports, err := FreePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bridge{Name: "lifeline-bridge", MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), bin: bin,
+		readyz: fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]),
+		args: []string{
+			"--kubeconfig=" + kubeconfig,
+			"--config=" + o.Config,
+			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
+			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
+			"--leader-election-namespace=lifeline-system",
+		}}
+	return b, c.StartBridgeAgain(ctx, b)
+}
+
+// StartBridgeAgain starts a bridge stopped with StopProcess: the same
+// binary and flags, a fresh process.
+func (c *Cluster) StartBridgeAgain(ctx context.Context, b *Bridge) error {
+	if err := c.StartProcess(b.Name, b.bin, b.args...); err != nil {
+		return err
+	}
+	return c.waitReady(ctx, &Lifeline{Name: b.Name, readyz: b.readyz})
+}
+
+// RestartBridge stops the bridge with sig and starts it again.
+func (c *Cluster) RestartBridge(ctx context.Context, b *Bridge, sig syscall.Signal) error {
+	if err := c.StopProcess(b.Name, sig); err != nil {
+		return err
+	}
+	return c.StartBridgeAgain(ctx, b)
+}

@@ -1,0 +1,170 @@
+// Package bridge keeps a service registry in step with CloneSet pods: it is
+// a hook operator (pkg/hook) whose handlers register a pod before it
+// counts as available and unregister it before it is updated or deleted,
+// and a reconciler that, on start and then periodically, removes from the
+// registry only the entries of its own whose pods are really gone.
+package bridge
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+)
+
+// Config is the bridge's configuration file.
+type Config struct {
+	// Name names the bridge as a hook operator: the pod annotation and
+	// condition hook.lifeline.dev/<name>, events and metrics. Default
+	// "registry".
+	Name string `json:"name,omitempty"`
+	// CloneSets selects by label the CloneSets whose pods are registered;
+	// empty selects all.
+	CloneSets *metav1.LabelSelector `json:"cloneSets,omitempty"`
+	// Namespace limits the bridge to one namespace; empty for all.
+	Namespace string `json:"namespace,omitempty"`
+	// Port is the port registered for each instance; PortName, instead,
+	// names the container port to register.
+	Port     int32  `json:"port,omitempty"`
+	PortName string `json:"portName,omitempty"`
+	// Timeout flags a pod whose registration or unregistration keeps
+	// failing this long (event and pod condition); its hook stays held.
+	Timeout metav1.Duration `json:"timeout,omitempty"`
+	// Resync is how often the registry is reconciled with the pods, to
+	// drop entries of pods deleted without a preDelete hook (evictions,
+	// lost nodes). Default 30s.
+	Resync metav1.Duration `json:"resync,omitempty"`
+	// Exactly one backend.
+	Etcd *EtcdConfig `json:"etcd,omitempty"`
+	HTTP *HTTPConfig `json:"http,omitempty"`
+}
+
+// EtcdConfig is the etcd registry: one key per instance,
+// <prefix>/<namespace>/<cloneset>/<pod>, attached to a lease the bridge
+// keeps alive, so a dead bridge's entries expire.
+type EtcdConfig struct {
+	Endpoints []string `json:"endpoints"`
+	// Prefix of the instance keys (default /services).
+	Prefix string `json:"prefix,omitempty"`
+	// TTL of the lease (default 30s).
+	TTL metav1.Duration `json:"ttl,omitempty"`
+	// DialTimeout bounds connecting (default 5s); RequestTimeout one
+	// request (default 5s).
+	DialTimeout    metav1.Duration `json:"dialTimeout,omitempty"`
+	RequestTimeout metav1.Duration `json:"requestTimeout,omitempty"`
+	// LeaseKey is where the bridge keeps its lease's id, so a restarted
+	// bridge keeps its entries instead of registering them again (default
+	// /lifeline-bridge/<name>/lease, outside the prefix).
+	LeaseKey string `json:"leaseKey,omitempty"`
+}
+
+// LoadConfig reads, defaults and validates a configuration file. It
+// reports every invalid field at once, with its path.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{}
+	if err := yaml.UnmarshalStrict(data, c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.Default()
+	if errs := c.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("%s: %w", path, errs.ToAggregate())
+	}
+	return c, nil
+}
+
+// Default fills in the defaults.
+func (c *Config) Default() {
+	if c.Name == "" {
+		c.Name = "registry"
+	}
+	if c.Resync.Duration == 0 {
+		c.Resync.Duration = 30 * time.Second
+	}
+	if e := c.Etcd; e != nil {
+		if e.Prefix == "" {
+			e.Prefix = "/services"
+		}
+		e.Prefix = "/" + strings.Trim(e.Prefix, "/")
+		if e.TTL.Duration == 0 {
+			e.TTL.Duration = 30 * time.Second
+		}
+		if e.DialTimeout.Duration == 0 {
+			e.DialTimeout.Duration = 5 * time.Second
+		}
+		if e.RequestTimeout.Duration == 0 {
+			e.RequestTimeout.Duration = 5 * time.Second
+		}
+		if e.LeaseKey == "" {
+			e.LeaseKey = "/lifeline-bridge/" + c.Name + "/lease"
+		}
+	}
+	if h := c.HTTP; h != nil {
+		h.defaults()
+		h.Bridge = c.Name
+	}
+}
+
+// Validate returns every invalid field.
+func (c *Config) Validate() field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(c.Name) {
+		errs = append(errs, field.Invalid(field.NewPath("name"), c.Name, msg))
+	}
+	if c.CloneSets != nil {
+		if _, err := metav1.LabelSelectorAsSelector(c.CloneSets); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("cloneSets"), c.CloneSets, err.Error()))
+		}
+	}
+	switch {
+	case c.Port == 0 && c.PortName == "":
+		errs = append(errs, field.Required(field.NewPath("port"), "set port or portName"))
+	case c.Port != 0 && c.PortName != "":
+		errs = append(errs, field.Invalid(field.NewPath("portName"), c.PortName, "set port or portName, not both"))
+	case c.Port < 0 || c.Port > 65535:
+		errs = append(errs, field.Invalid(field.NewPath("port"), c.Port, "must be between 1 and 65535"))
+	}
+	if c.Resync.Duration < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("resync"), c.Resync.Duration.String(), "must not be negative"))
+	}
+	switch {
+	case c.Etcd == nil && c.HTTP == nil:
+		errs = append(errs, field.Required(field.NewPath("etcd"), "set one backend: etcd or http"))
+	case c.Etcd != nil && c.HTTP != nil:
+		errs = append(errs, field.Forbidden(field.NewPath("http"), "set one backend: etcd or http, not both"))
+	}
+	if e := c.Etcd; e != nil {
+		p := field.NewPath("etcd")
+		if len(e.Endpoints) == 0 {
+			errs = append(errs, field.Required(p.Child("endpoints"), "at least one endpoint"))
+		}
+		if e.TTL.Duration < 5*time.Second {
+			errs = append(errs, field.Invalid(p.Child("ttl"), e.TTL.Duration.String(), "must be at least 5s"))
+		}
+		if strings.HasPrefix(e.LeaseKey+"/", e.Prefix+"/") {
+			errs = append(errs, field.Invalid(p.Child("leaseKey"), e.LeaseKey, "must not be under the prefix, where it would read as an instance"))
+		}
+	}
+	if h := c.HTTP; h != nil {
+		errs = append(errs, h.validate(field.NewPath("http"))...)
+	}
+	return errs
+}
+
+// Selector is the CloneSet selector, nil for all.
+func (c *Config) Selector() labels.Selector {
+	if c.CloneSets == nil {
+		return nil
+	}
+	s, _ := metav1.LabelSelectorAsSelector(c.CloneSets)
+	return s
+}

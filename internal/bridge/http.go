@@ -1,0 +1,331 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"text/template"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// HTTPConfig is a registry spoken to over HTTP (Consul, Nacos, Eureka, ...):
+// templated register and unregister requests, and optionally a list
+// request through which the reconcile finds the bridge's own entries.
+//
+// Templates are Go text/template over the instance: .ID (namespace/
+// cloneset/pod), .IP, .Port, .Pod, .Namespace, .CloneSet, .Node,
+// .Revision, .Labels, .UID and .Bridge (the bridge's name); an unregister
+// request knows only .ID, .Namespace, .CloneSet, .Pod and .Bridge. The
+// functions pathEscape, queryEscape and json escape values.
+type HTTPConfig struct {
+	Register   HTTPRequest `json:"register"`
+	Unregister HTTPRequest `json:"unregister"`
+	// List, if set, lists the registry's entries; without it the bridge
+	// cannot remove entries of pods deleted without a preDelete hook, nor
+	// restore entries the registry lost.
+	List *HTTPList `json:"list,omitempty"`
+	// Timeout bounds one attempt (default 5s); Retries is how many more
+	// attempts a failed request gets, with backoff, before the handler
+	// fails and the hook stays held (default 2).
+	Timeout metav1.Duration `json:"timeout,omitempty"`
+	Retries *int32          `json:"retries,omitempty"`
+	// Bridge is the bridge's name, for templates; set from the config.
+	Bridge string `json:"-"`
+}
+
+// HTTPRequest is one templated request. A 2xx answer is success; for
+// unregister, so is 404.
+type HTTPRequest struct {
+	Method  string            `json:"method,omitempty"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    string            `json:"body,omitempty"`
+}
+
+// HTTPList is the request that lists the registry's entries, and how to
+// read the answer: a JSON object (an entry per member) or array, whose
+// entries carry, at the dotted paths given, the bridge's name (an entry
+// with another is not the bridge's), the instance id and the pod's UID,
+// all of which the register body must therefore write (as Consul's Meta,
+// for instance).
+type HTTPList struct {
+	HTTPRequest `json:",inline"`
+	BridgeField string `json:"bridgeField"`
+	IDField     string `json:"idField"`
+	UIDField    string `json:"uidField,omitempty"`
+}
+
+func (h *HTTPConfig) defaults() {
+	if h.Timeout.Duration == 0 {
+		h.Timeout.Duration = 5 * time.Second
+	}
+	if h.Retries == nil {
+		two := int32(2)
+		h.Retries = &two
+	}
+	for _, r := range []*HTTPRequest{&h.Register, &h.Unregister} {
+		if r.Method == "" {
+			r.Method = http.MethodPut
+		}
+	}
+	if h.List != nil && h.List.Method == "" {
+		h.List.Method = http.MethodGet
+	}
+}
+
+func (h *HTTPConfig) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	check := func(p *field.Path, r HTTPRequest) {
+		if r.URL == "" {
+			errs = append(errs, field.Required(p.Child("url"), ""))
+		}
+		for name, text := range map[string]string{"url": r.URL, "body": r.Body} {
+			if _, err := parseTemplate(text); err != nil {
+				errs = append(errs, field.Invalid(p.Child(name), text, err.Error()))
+			}
+		}
+		for k, v := range r.Headers {
+			if _, err := parseTemplate(v); err != nil {
+				errs = append(errs, field.Invalid(p.Child("headers").Key(k), v, err.Error()))
+			}
+		}
+	}
+	check(p.Child("register"), h.Register)
+	check(p.Child("unregister"), h.Unregister)
+	if l := h.List; l != nil {
+		check(p.Child("list"), l.HTTPRequest)
+		if l.BridgeField == "" {
+			errs = append(errs, field.Required(p.Child("list", "bridgeField"), "the list must tell the bridge's entries from others"))
+		}
+		if l.IDField == "" {
+			errs = append(errs, field.Required(p.Child("list", "idField"), ""))
+		}
+	}
+	if h.Timeout.Duration <= 0 {
+		errs = append(errs, field.Invalid(p.Child("timeout"), h.Timeout.Duration.String(), "must be positive"))
+	}
+	if h.Retries != nil && *h.Retries < 0 {
+		errs = append(errs, field.Invalid(p.Child("retries"), *h.Retries, "must not be negative"))
+	}
+	return errs
+}
+
+func parseTemplate(text string) (*template.Template, error) {
+	return template.New("").Option("missingkey=error").Funcs(template.FuncMap{
+		"pathEscape": url.PathEscape, "queryEscape": url.QueryEscape,
+		"json": func(v any) (string, error) { b, err := json.Marshal(v); return string(b), err },
+	}).Parse(text)
+}
+
+// HTTP is the HTTP registry.
+type HTTP struct {
+	cfg    HTTPConfig
+	client *http.Client
+}
+
+// NewHTTP returns the HTTP registry of cfg.
+func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
+	return &HTTP{cfg: cfg, client: &http.Client{Timeout: cfg.Timeout.Duration}}, nil
+}
+
+// templateData is what the templates see of an instance.
+type templateData struct {
+	Instance
+	ID     string
+	Bridge string
+}
+
+func (h *HTTP) data(inst Instance) templateData {
+	return templateData{Instance: inst, ID: inst.ID(), Bridge: h.cfg.Bridge}
+}
+
+// Register sends the register request.
+func (h *HTTP) Register(ctx context.Context, inst Instance) error {
+	_, err := h.do(ctx, h.cfg.Register, h.data(inst), false)
+	return err
+}
+
+// Unregister sends the unregister request; a 404 is success.
+func (h *HTTP) Unregister(ctx context.Context, id string) error {
+	ns, cs, pod, ok := splitID(id)
+	if !ok {
+		return fmt.Errorf("malformed instance id %q", id)
+	}
+	_, err := h.do(ctx, h.cfg.Unregister, h.data(Instance{Namespace: ns, CloneSet: cs, Pod: pod}), true)
+	return err
+}
+
+// Entries lists the bridge's entries through the list request; with no
+// list request configured it knows of none.
+func (h *HTTP) Entries(ctx context.Context) ([]Entry, error) {
+	l := h.cfg.List
+	if l == nil {
+		return nil, nil
+	}
+	body, err := h.do(ctx, l.HTTPRequest, templateData{Bridge: h.cfg.Bridge}, false)
+	if err != nil {
+		return nil, err
+	}
+	var doc any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, fmt.Errorf("reading the list answer: %w", err)
+	}
+	var items []any
+	switch d := doc.(type) {
+	case map[string]any:
+		for _, k := range sortedKeysAny(d) {
+			items = append(items, d[k])
+		}
+	case []any:
+		items = d
+	default:
+		return nil, fmt.Errorf("the list answer is neither a JSON object nor an array")
+	}
+	var out []Entry
+	for _, item := range items {
+		if lookup(item, l.BridgeField) != h.cfg.Bridge {
+			continue
+		}
+		if id := lookup(item, l.IDField); id != "" {
+			out = append(out, Entry{ID: id, UID: lookup(item, l.UIDField)})
+		}
+	}
+	return out, nil
+}
+
+// RemoveIfUnchanged unregisters the entry if a fresh list still shows it
+// for the same pod UID. An HTTP registry has no conditional delete: the
+// bridge's per-instance lock, held meanwhile, keeps its own handlers out.
+func (h *HTTP) RemoveIfUnchanged(ctx context.Context, e Entry) error {
+	current, found, err := h.find(ctx, e.ID)
+	if err != nil || !found || current.UID != e.UID {
+		return err
+	}
+	return h.Unregister(ctx, e.ID)
+}
+
+// RegisterIfAbsent registers the instance if a fresh list does not show
+// it.
+func (h *HTTP) RegisterIfAbsent(ctx context.Context, inst Instance) error {
+	if h.cfg.List == nil {
+		return nil
+	}
+	if _, found, err := h.find(ctx, inst.ID()); err != nil || found {
+		return err
+	}
+	return h.Register(ctx, inst)
+}
+
+func (h *HTTP) find(ctx context.Context, id string) (Entry, bool, error) {
+	entries, err := h.Entries(ctx)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	for _, e := range entries {
+		if e.ID == id {
+			return e, true, nil
+		}
+	}
+	return Entry{}, false, nil
+}
+
+// do renders and sends one request, retrying failures with backoff, and
+// returns the answer's body.
+func (h *HTTP) do(ctx context.Context, r HTTPRequest, data templateData, notFoundOK bool) ([]byte, error) {
+	render := func(text string) (string, error) {
+		t, err := parseTemplate(text)
+		if err != nil {
+			return "", err
+		}
+		var b strings.Builder
+		err = t.Execute(&b, data)
+		return b.String(), err
+	}
+	u, err := render(r.URL)
+	if err != nil {
+		return nil, err
+	}
+	body, err := render(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	headers := map[string]string{}
+	for k, v := range r.Headers {
+		if headers[k], err = render(v); err != nil {
+			return nil, err
+		}
+	}
+	var last error
+	for attempt := 0; attempt <= int(*h.cfg.Retries); attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+			}
+		}
+		var out []byte
+		if out, last = h.send(ctx, r.Method, u, headers, body, notFoundOK); last == nil {
+			return out, nil
+		}
+	}
+	return nil, last
+}
+
+func (h *HTTP) send(ctx context.Context, method, u string, headers map[string]string, body string, notFoundOK bool) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader([]byte(body)))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 == 2 || (notFoundOK && resp.StatusCode == http.StatusNotFound) {
+		return out, nil
+	}
+	return nil, fmt.Errorf("%s %s: %s: %s", method, u, resp.Status, strings.TrimSpace(string(out)))
+}
+
+// lookup follows a dotted path into a decoded JSON value and returns the
+// string there, or "".
+func lookup(v any, path string) string {
+	if path == "" {
+		return ""
+	}
+	for _, part := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return ""
+		}
+		v = m[part]
+	}
+	s, _ := v.(string)
+	return s
+}
+
+func sortedKeysAny(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,55 @@
+// Package hook makes a CloneSet hook operator a few lines: the program
+// says what to do at each moment of a pod's life, and the SDK watches the
+// pods, calls it exactly then, and releases the hook.
+//
+// The moments are those of the seeds: BeforeNormal (a Ready pod waits in
+// PreparingNormal for the preNormal hook), Registered (a new pod is Normal
+// and Ready), BeforeUpdate (PreparingUpdate), AfterUpdate (Updated and
+// Ready) and BeforeDelete (PreparingDelete). Which labels and finalizers
+// hold a pod is read from the CloneSet's spec.lifecycle, unless
+// Options.Lifecycle names the handlers this operator owns.
+//
+// Releasing is one JSON patch of the pod, guarded by the labels and
+// finalizers the decision read, so a release never lands on a pod whose
+// state moved on: holding hooks (inPlaceUpdate before the update,
+// preDelete) lose their handlers, a handler label "true" turning "false";
+// waiting hooks (preNormal, inPlaceUpdate after the update) get them. The
+// same write records the moment and revision in the annotation
+// hook.lifeline.dev/<name>, which is how Registered knows a pod is new, and
+// how a restarted operator knows what it already did.
+//
+// A failing handler is called again with backoff, and the hook stays held
+// however long it fails: a registry that is down delays a rollout, it never
+// lets an unregistered pod serve or a registered one be deleted. With
+// Options.Timeout, a pod whose moment stays undone is flagged (a Warning
+// event and the condition hook.lifeline.dev/<name> False) rather than left
+// silently stuck.
+//
+// Every call is an event on the pod (HookHandled, HookHandlerFailed, then
+// HookCompleted once released), and the metrics
+// lifeline_hook_handler_duration_seconds, lifeline_hook_handler_failures_total
+// and lifeline_hook_timeouts_total are served by the manager's metrics
+// endpoint.
+//
+// An operator that registers pods with a service registry, as seed 001's:
+//
+//	mgr, _ := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+//	register := func(ctx context.Context, e hook.Event) error {
+//		return registry.Put(ctx, e.Pod.Name, e.Pod.Status.PodIP)
+//	}
+//	unregister := func(ctx context.Context, e hook.Event) error {
+//		return registry.Delete(ctx, e.Pod.Name)
+//	}
+//	err := hook.Add(mgr, hook.Handlers{
+//		Registered:   register,
+//		BeforeUpdate: unregister,
+//		AfterUpdate:  register,
+//		BeforeDelete: unregister,
+//	}, hook.Options{Name: "registry"})
+//	...
+//	mgr.Start(ctrl.SetupSignalHandler())
+//
+// The operator needs to get, list, watch and patch pods, patch pods/status,
+// get, list and watch CloneSets, and create events; the bridge's generated
+// ClusterRole (config/bridge/role.yaml) is exactly that.
+package hook

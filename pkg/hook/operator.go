@@ -1,0 +1,346 @@
+package hook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/pkg/podpatch"
+)
+
+// Options configure an operator.
+type Options struct {
+	// Name names the operator: its controller, its events' reporter, its
+	// metrics label, and the annotation and pod condition it writes on
+	// pods (hook.lifeline.dev/<name>). Required; two operators handling
+	// the same pods need different names.
+	Name string
+	// CloneSets selects, by label, the CloneSets whose pods the operator
+	// handles; nil handles every CloneSet's.
+	CloneSets labels.Selector
+	// Lifecycle names the handlers the operator owns, when several
+	// operators share a CloneSet's hooks. Nil owns every handler of the
+	// CloneSet's own spec.lifecycle.
+	Lifecycle *pub.Lifecycle
+	// CallTimeout bounds one handler call (default 30s).
+	CallTimeout time.Duration
+	// Timeout, if set, flags a pod whose moment is still not done this
+	// long after it became due: a Warning event HookTimeout and the pod
+	// condition hook.lifeline.dev/<name> False, cleared once it is done.
+	// The hook stays held: a failing handler never lets a pod through.
+	Timeout time.Duration
+	// MinBackoff and MaxBackoff bound the delay before a failed handler
+	// is called again, doubling from one to the other (default 1s, 5m).
+	MinBackoff, MaxBackoff time.Duration
+	// Workers is how many pods are handled at once (default 4).
+	Workers int
+	// Clock is for tests; the real clock by default.
+	Clock clock.Clock
+}
+
+// The permissions any hook operator needs, generated into
+// config/bridge/role.yaml for the bridge.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
+// +kubebuilder:rbac:groups=apps.kruise.io,resources=clonesets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Leader election, so that of several replicas one handles the pods:
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Add registers an operator that calls h at each moment of the pods of the
+// selected CloneSets and releases their hooks, with mgr. The manager's
+// scheme gets the CloneSet types.
+func Add(mgr ctrl.Manager, h Handlers, o Options) error {
+	if err := validateName(o.Name); err != nil {
+		return err
+	}
+	if err := appsv1alpha1.AddToScheme(mgr.GetScheme()); err != nil {
+		return err
+	}
+	o = withDefaults(o)
+	op := &operator{
+		client: mgr.GetClient(), recorder: mgr.GetEventRecorder("hook-" + o.Name),
+		handlers: h, opts: o, handled: map[types.UID]string{},
+	}
+	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](o.MinBackoff, o.MaxBackoff)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("hook-"+o.Name).
+		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(ownedByCloneSet))).
+		Watches(&appsv1alpha1.CloneSet{}, handler.EnqueueRequestsFromMapFunc(op.podsOf)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, RateLimiter: limiter}).
+		Complete(op)
+}
+
+func withDefaults(o Options) Options {
+	if o.CallTimeout == 0 {
+		o.CallTimeout = 30 * time.Second
+	}
+	if o.MinBackoff == 0 {
+		o.MinBackoff = time.Second
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = 5 * time.Minute
+	}
+	if o.Workers == 0 {
+		o.Workers = 4
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return o
+}
+
+type operator struct {
+	client   client.Client
+	recorder events.EventRecorder
+	handlers Handlers
+	opts     Options
+
+	mu sync.Mutex
+	// handled holds, per pod, the Event.Key of a moment whose handler
+	// returned nil but whose release is not written yet, so a release that
+	// must be retried does not call the handler again.
+	handled map[types.UID]string
+}
+
+// Reconcile handles one pod: it calls the handler of the moment due, if
+// any, and then releases the hook in one write guarded by the labels and
+// finalizers it read, so a release never lands on a pod that moved on.
+func (op *operator) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pod := &corev1.Pod{}
+	if err := op.client.Get(ctx, req.NamespacedName, pod); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	cs, err := op.cloneSetOf(ctx, pod)
+	if err != nil || cs == nil {
+		return reconcile.Result{}, err
+	}
+	hooks := op.opts.Lifecycle
+	if hooks == nil {
+		hooks = cs.Spec.Lifecycle
+	}
+	now := op.opts.Clock.Now()
+	s, ok := due(pod, hooks, lastRecord(pod, op.opts.Name), now)
+	if !ok {
+		op.forget(pod.UID)
+		return reconcile.Result{}, nil
+	}
+	e := Event{Moment: s.moment, Pod: pod, CloneSet: cs, Revision: s.revision,
+		Key: fmt.Sprintf("%s/%s/%s/%s", op.opts.Name, pod.UID, s.moment, s.revision)}
+	if !op.wasHandled(pod.UID, e.Key) {
+		if err := op.call(ctx, e); err != nil {
+			return reconcile.Result{}, errors.Join(err, op.flagIfLate(ctx, pod, s, err, now))
+		}
+		op.remember(pod.UID, e.Key)
+	}
+	if err := op.release(ctx, pod, s, now); err != nil {
+		if podpatch.IsStale(err) {
+			// The pod changed since it was read; its own event brings it
+			// back, and the handler is not called again.
+			log.FromContext(ctx).V(1).Info("pod changed before its release; reading it again", "moment", s.moment)
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	op.forget(pod.UID)
+	op.recorder.Eventf(pod, cs, corev1.EventTypeNormal, "HookCompleted", string(s.moment),
+		"%s: %s done at revision %s; hook released", op.opts.Name, s.moment, s.revision)
+	return reconcile.Result{}, nil
+}
+
+// call runs the moment's handler, if any, bounded by CallTimeout, and says
+// how it went in an event and the metrics.
+func (op *operator) call(ctx context.Context, e Event) error {
+	h := op.handlers.of(e.Moment)
+	if h == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, op.opts.CallTimeout)
+	defer cancel()
+	start := op.opts.Clock.Now()
+	err := safeCall(ctx, h, e)
+	took := op.opts.Clock.Since(start)
+	result := "ok"
+	if err != nil {
+		result = "error"
+		handlerFailures.WithLabelValues(op.opts.Name, string(e.Moment)).Inc()
+		op.recorder.Eventf(e.Pod, e.CloneSet, corev1.EventTypeWarning, "HookHandlerFailed", string(e.Moment),
+			"%s: %s handler failed after %s (the hook stays held; retrying): %v", op.opts.Name, e.Moment, took.Round(time.Millisecond), err)
+	} else {
+		op.recorder.Eventf(e.Pod, e.CloneSet, corev1.EventTypeNormal, "HookHandled", string(e.Moment),
+			"%s: %s handler done in %s", op.opts.Name, e.Moment, took.Round(time.Millisecond))
+	}
+	handlerDuration.WithLabelValues(op.opts.Name, string(e.Moment), result).Observe(took.Seconds())
+	return err
+}
+
+// safeCall turns a handler's panic into its error, so one bad call does
+// not take the operator down with the hooks it holds.
+func safeCall(ctx context.Context, h Handler, e Event) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panicked: %v", r)
+		}
+	}()
+	return h(ctx, e)
+}
+
+// release writes the step's hook change and the record of its moment in
+// one patch, and clears the timeout flag if the pod carries it.
+func (op *operator) release(ctx context.Context, pod *corev1.Pod, s step, now time.Time) error {
+	p := podpatch.New(pod, true)
+	if len(s.setLabels) > 0 || len(s.removeLabels) > 0 {
+		p.SetLabels(s.setLabels, s.removeLabels...)
+	}
+	if len(s.addFinalizers) > 0 {
+		p.AddFinalizers(s.addFinalizers)
+	}
+	if len(s.removeFinalizers) > 0 {
+		p.RemoveFinalizers(s.removeFinalizers)
+	}
+	p.SetAnnotation(recordKey(op.opts.Name), record{Moment: s.moment, Revision: s.revision, At: now.UTC().Truncate(time.Second)}.String())
+	if c, ok := flag(pod, op.opts.Name); ok && c.Status == corev1.ConditionFalse {
+		p.SetCondition(corev1.PodCondition{Type: c.Type, Status: corev1.ConditionTrue, Reason: "Completed",
+			Message: fmt.Sprintf("%s done", s.moment), LastTransitionTime: metav1.NewTime(now)})
+	}
+	return op.send(ctx, p)
+}
+
+// flagIfLate flags the pod once its moment has been due for longer than
+// Timeout: a Warning event and the condition hook.lifeline.dev/<name>
+// False, written once. Nothing else changes: the hook stays held.
+func (op *operator) flagIfLate(ctx context.Context, pod *corev1.Pod, s step, cause error, now time.Time) error {
+	if op.opts.Timeout <= 0 || s.since.IsZero() || now.Sub(s.since) < op.opts.Timeout {
+		return nil
+	}
+	if c, ok := flag(pod, op.opts.Name); ok && c.Status == corev1.ConditionFalse {
+		return nil
+	}
+	msg := fmt.Sprintf("%s not done %s after it became due: %v", s.moment, now.Sub(s.since).Round(time.Second), cause)
+	p := podpatch.New(pod, false)
+	p.SetCondition(corev1.PodCondition{Type: corev1.PodConditionType(recordKey(op.opts.Name)), Status: corev1.ConditionFalse,
+		Reason: "HandlerTimeout", Message: msg, LastTransitionTime: metav1.NewTime(now)})
+	if err := op.send(ctx, p); err != nil && !podpatch.IsStale(err) {
+		return err
+	}
+	timeouts.WithLabelValues(op.opts.Name, string(s.moment)).Inc()
+	op.recorder.Eventf(pod, nil, corev1.EventTypeWarning, "HookTimeout", string(s.moment), "%s: %s", op.opts.Name, msg)
+	return nil
+}
+
+func flag(pod *corev1.Pod, name string) (corev1.PodCondition, bool) {
+	for _, c := range pod.Status.Conditions {
+		if string(c.Type) == recordKey(name) {
+			return c, true
+		}
+	}
+	return corev1.PodCondition{}, false
+}
+
+func (op *operator) send(ctx context.Context, p *podpatch.Patch) error {
+	data, err := p.Data()
+	if err != nil {
+		return err
+	}
+	target := p.Pod().DeepCopy()
+	patch := client.RawPatch(types.JSONPatchType, data)
+	if p.Status() {
+		return op.client.Status().Patch(ctx, target, patch)
+	}
+	return op.client.Patch(ctx, target, patch)
+}
+
+// cloneSetOf returns the CloneSet controlling pod if the operator handles
+// it, or nil.
+func (op *operator) cloneSetOf(ctx context.Context, pod *corev1.Pod) (*appsv1alpha1.CloneSet, error) {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || !isCloneSet(ref) {
+		return nil, nil
+	}
+	cs := &appsv1alpha1.CloneSet{}
+	if err := op.client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: ref.Name}, cs); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if cs.UID != ref.UID || (op.opts.CloneSets != nil && !op.opts.CloneSets.Matches(labels.Set(cs.Labels))) {
+		return nil, nil
+	}
+	return cs, nil
+}
+
+// podsOf maps a CloneSet to its pods, so a change of its lifecycle is seen.
+func (op *operator) podsOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	cs, ok := obj.(*appsv1alpha1.CloneSet)
+	if !ok || cs.Spec.Selector == nil {
+		return nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
+	if err != nil {
+		return nil
+	}
+	pods := &corev1.PodList{}
+	if err := op.client.List(ctx, pods, client.InNamespace(cs.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, pod := range pods.Items {
+		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.UID == cs.UID {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pod)})
+		}
+	}
+	return out
+}
+
+func ownedByCloneSet(obj client.Object) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && isCloneSet(ref)
+}
+
+// isCloneSet matches a CloneSet by group and kind, whatever the version,
+// so pods OpenKruise made (apps.kruise.io/v1beta1) are handled too.
+func isCloneSet(ref *metav1.OwnerReference) bool {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == appsv1alpha1.GroupVersion.Group && ref.Kind == "CloneSet"
+}
+
+func (op *operator) wasHandled(uid types.UID, key string) bool {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	return op.handled[uid] == key
+}
+
+func (op *operator) remember(uid types.UID, key string) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	op.handled[uid] = key
+}
+
+func (op *operator) forget(uid types.UID) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	delete(op.handled, uid)
+}

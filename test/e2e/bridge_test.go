@@ -1,0 +1,373 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	"github.com/lifeline-k8s/lifeline/internal/bridge"
+)
+
+// registered is the label of the seed scenario's hooks: the template puts
+// it "false", the bridge turns it "true" once the pod is registered and
+// "false" once it is not.
+const registered = "example.com/registered"
+
+// TestBridgeKeepsAnEtcdRegistryInStep is the seeds' central scenario on
+// the local cluster: a CloneSet with preNormal, inPlaceUpdate and
+// preDelete hooks, lifeline-bridge (the shipped binary, under its own
+// generated RBAC) and a real etcd as the service registry. Judged by a
+// watch of the registry and a watch of the pods, both the test's own: a
+// pod is in the registry before it counts as available and only while it
+// is Ready, it leaves before its update and before its deletion; a bridge
+// restart rewrites nothing; a dead bridge's entries expire and come back
+// when it does; a registry outage holds hooks, never releases them.
+func TestBridgeKeepsAnEtcdRegistryInStep(t *testing.T) {
+	ctx := context.Background()
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry, err := local.StartEtcdRegistry(ctx, "registry-etcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = local.StopProcess(registry.Name, syscall.SIGTERM) })
+	// Its logger stays quiet about the outage the test makes on purpose.
+	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{registry.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { etcd.Close() })
+
+	ns := newNamespace(t)
+	config := filepath.Join(t.TempDir(), "bridge.yaml")
+	if err := os.WriteFile(config, []byte(fmt.Sprintf(`
+name: registry
+cloneSets: {matchLabels: {registry: enabled}}
+namespace: %s
+port: 8080
+timeout: 3s
+resync: 2s
+etcd: {endpoints: [%q], prefix: /services, ttl: 5s}
+`, ns, registry.Endpoint)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := local.StartBridge(ctx, cluster.BridgeOptions{Root: root, Dir: local.Dir, Config: config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = local.StopProcess(b.Name, syscall.SIGTERM) })
+
+	reg := watchRegistry(t, etcd, "/services/")
+	checkPodsAgainstRegistry(t, ns, etcd)
+
+	cs := newCloneSet(ns, "web", 3)
+	cs.Labels = map[string]string{"registry": "enabled"}
+	hooked := &pub.LifecycleHook{LabelsHandler: map[string]string{registered: "true"}}
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreNormal: hooked, InPlaceUpdate: hooked, PreDelete: hooked}
+	cs.Spec.Template.Labels[registered] = "false"
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "3 pods registered and available", settled(3))
+	waitEntries(t, etcd, ns, clonePods(t, cs))
+
+	t.Run("an in-place update unregisters each pod first and registers it again after", func(t *testing.T) {
+		updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+		waitCloneSet(t, cs, "3 pods updated and available", func(c *appsv1alpha1.CloneSet) bool {
+			return settled(3)(c) && c.Status.UpdatedAvailableReplicas == 3
+		})
+		pods := clonePods(t, cs)
+		waitEntries(t, etcd, ns, pods)
+		for _, p := range pods {
+			if got := reg.history(entryKey(ns, p.Name)); !hasSeq(got, "put", "delete", "put") {
+				t.Errorf("%s in the registry: %v, want registered, unregistered, registered again", p.Name, got)
+			}
+		}
+	})
+
+	t.Run("a restarted bridge rewrites nothing", func(t *testing.T) {
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+			before := reg.count()
+			if err := local.RestartBridge(ctx, b, sig); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, time.Minute, "the restarted bridge has reconciled", func(context.Context) (bool, string, error) {
+				n := metricAt(b.MetricsURL, "lifeline_bridge_entries", map[string]string{"bridge": "registry"})
+				return n == 3, fmt.Sprintf("%v entries", n), nil
+			})
+			if after := reg.count(); after != before {
+				t.Errorf("after a restart (%v) the registry saw %d writes: %v", sig, after-before, reg.since(before))
+			}
+		}
+	})
+
+	t.Run("a dead bridge's entries expire and come back with it", func(t *testing.T) {
+		if err := local.StopProcess(b.Name, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, time.Minute, "the entries expired with the lease", func(ctx context.Context) (bool, string, error) {
+			resp, err := etcd.Get(ctx, "/services/"+ns+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return resp.Count == 0, fmt.Sprintf("%d entries", resp.Count), nil
+		})
+		if err := local.StartBridgeAgain(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		waitEntries(t, etcd, ns, clonePods(t, cs))
+	})
+
+	t.Run("a registry outage holds the hook and flags the pod, never lets it go", func(t *testing.T) {
+		if err := local.StopProcess(registry.Name, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To[int32](2) })
+		var held string
+		eventually(t, time.Minute, "a pod held in PreparingDelete, flagged by the bridge", func(ctx context.Context) (bool, string, error) {
+			for _, p := range clonePods(t, cs) {
+				if p.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStatePreparingDelete) {
+					continue
+				}
+				for _, c := range p.Status.Conditions {
+					if c.Type == "hook.lifeline.dev/registry" && c.Status == corev1.ConditionFalse && c.Reason == "HandlerTimeout" {
+						held = p.Name
+						return p.Labels[registered] == "true" && p.DeletionTimestamp == nil, "held and flagged", nil
+					}
+				}
+				return false, "held, not flagged yet", nil
+			}
+			return false, "no pod in PreparingDelete", nil
+		})
+		if n := metricAt(b.MetricsURL, "lifeline_hook_handler_failures_total", map[string]string{"operator": "registry", "moment": "BeforeDelete"}); n < 1 {
+			t.Errorf("handler failures counted: %v", n)
+		}
+		if err := local.StartRegistryAgain(ctx, registry); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, time.Minute, "the held pod goes once unregistered", func(ctx context.Context) (bool, string, error) {
+			_, err := client.CoreV1().Pods(ns).Get(ctx, held, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err), nil
+		})
+		waitCloneSet(t, cs, "2 pods available", settled(2))
+		waitEntries(t, etcd, ns, clonePods(t, cs))
+	})
+}
+
+func entryKey(ns, pod string) string { return "/services/" + ns + "/web/" + pod }
+
+// waitEntries waits until the registry holds exactly the given pods of ns,
+// each with its IP, port and revision.
+func waitEntries(t *testing.T, etcd *clientv3.Client, ns string, pods []corev1.Pod) {
+	t.Helper()
+	eventually(t, time.Minute, "the registry holds the pods", func(ctx context.Context) (bool, string, error) {
+		resp, err := etcd.Get(ctx, "/services/"+ns+"/", clientv3.WithPrefix())
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		got := map[string]bridge.Instance{}
+		for _, kv := range resp.Kvs {
+			var inst bridge.Instance
+			if err := json.Unmarshal(kv.Value, &inst); err != nil {
+				return false, "", err
+			}
+			got[string(kv.Key)] = inst
+		}
+		for _, p := range pods {
+			inst, ok := got[entryKey(ns, p.Name)]
+			if !ok || inst.IP != p.Status.PodIP || inst.Port != 8080 || inst.UID != string(p.UID) ||
+				inst.Revision != p.Labels["controller-revision-hash"] || inst.Node != p.Spec.NodeName {
+				return false, fmt.Sprintf("%s: %+v", p.Name, inst), nil
+			}
+		}
+		return len(got) == len(pods), fmt.Sprintf("%d entries for %d pods", len(got), len(pods)), nil
+	})
+}
+
+// checkPodsAgainstRegistry watches the pods of ns and, at each change that
+// a registration must come before or after, reads the registry: a pod is
+// registered by the time it is Normal (available), unregistered by the time
+// it is updated (Updating) and by the time it is deleted. A write the
+// bridge made in the wrong order shows up as a read the other way.
+func checkPodsAgainstRegistry(t *testing.T, ns string, etcd *clientv3.Client) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var violations []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			state := pod.Labels[pub.LifecycleStateKey]
+			var want string
+			switch {
+			case ev.Type == watch.Deleted || pod.DeletionTimestamp != nil:
+				want = "absent"
+			case state == string(pub.LifecycleStateUpdating):
+				want = "absent"
+			case state == string(pub.LifecycleStateNormal) && podCondition(pod, corev1.PodReady) == corev1.ConditionTrue:
+				want = "present"
+			default:
+				continue
+			}
+			if v := registryCheck(ctx, etcd, ns, pod, want); v != "" {
+				mu.Lock()
+				violations = append(violations, fmt.Sprintf("%s %s (%s): %s", pod.Name, state, ev.Type, v))
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, v := range violations {
+			t.Error(v)
+		}
+	})
+}
+
+// registryCheck reads the pod's entry and says what is wrong with it, if
+// anything: want "present" for a pod Normal and Ready, "absent" for one
+// updating (no entry of its old revision) or deleted (no entry of it). An
+// entry that moved on with the pod (registered again after its update, say)
+// is not wrong; nor is a read the registry cannot answer (the outage).
+func registryCheck(ctx context.Context, etcd *clientv3.Client, ns string, pod *corev1.Pod, want string) string {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	resp, err := etcd.Get(ctx, entryKey(ns, pod.Name))
+	if err != nil {
+		return ""
+	}
+	var inst *bridge.Instance
+	if len(resp.Kvs) == 1 {
+		inst = &bridge.Instance{}
+		if err := json.Unmarshal(resp.Kvs[0].Value, inst); err != nil {
+			return err.Error()
+		}
+	}
+	switch {
+	case want == "present" && inst == nil:
+		// Unless the pod has moved on since (held for an update or a
+		// deletion, and unregistered for it).
+		now, err := client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err == nil && now.UID == pod.UID && now.Labels[pub.LifecycleStateKey] == pod.Labels[pub.LifecycleStateKey] {
+			return "available but not in the registry"
+		}
+	case want == "absent" && inst != nil && inst.UID == string(pod.UID):
+		if pod.DeletionTimestamp != nil || pod.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateUpdating) {
+			return "deleted while still in the registry"
+		}
+		if inst.Revision != pod.Labels["controller-revision-hash"] {
+			return fmt.Sprintf("updating to %s while still registered at %s", pod.Labels["controller-revision-hash"], inst.Revision)
+		}
+	}
+	return ""
+}
+
+// registryLog is what a watch of the registry saw.
+type registryLog struct {
+	mu     sync.Mutex
+	events []string // "put <key>" or "delete <key>"
+}
+
+// watchRegistry records every write under prefix with a watch of the
+// test's own.
+func watchRegistry(t *testing.T, etcd *clientv3.Client, prefix string) *registryLog {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	l := &registryLog{}
+	ch := etcd.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix())
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case resp, ok := <-ch:
+				if !ok {
+					// The registry went away (the outage); watch again.
+					ch = etcd.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix())
+					continue
+				}
+				l.mu.Lock()
+				for _, ev := range resp.Events {
+					kind := "put"
+					if ev.Type == clientv3.EventTypeDelete {
+						kind = "delete"
+					}
+					l.events = append(l.events, kind+" "+string(ev.Kv.Key))
+				}
+				l.mu.Unlock()
+			}
+		}
+	}()
+	return l
+}
+
+func (l *registryLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.events)
+}
+
+func (l *registryLog) since(n int) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.events[n:]...)
+}
+
+// history is what happened to one key, in order.
+func (l *registryLog) history(key string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, e := range l.events {
+		if kind, k, _ := strings.Cut(e, " "); k == key {
+			out = append(out, kind)
+		}
+	}
+	return out
+}
+
+// hasSeq reports whether want occurs in got in order (not necessarily
+// next to each other).
+func hasSeq(got []string, want ...string) bool {
+	i := 0
+	for _, g := range got {
+		if i < len(want) && g == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
+}
