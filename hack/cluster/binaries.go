@@ -34,6 +34,7 @@ var binaries = []binary{
 	{"kubectl", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kubectl"},
 	{"controller-gen", "hack/tools", "sigs.k8s.io/controller-tools", "sigs.k8s.io/controller-tools/cmd/controller-gen"},
 	{"kwok", "hack/tools/kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok"},
+	{"consul", "hack/tools/consul", "github.com/hashicorp/consul", "github.com/hashicorp/consul"},
 }
 
 // BinaryNames lists every binary Binary can return.

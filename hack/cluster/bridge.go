@@ -22,7 +22,8 @@ type Registry struct {
 	// Endpoint is where clients reach it.
 	Endpoint string
 
-	args []string
+	binary, health string
+	args           []string
 }
 
 // StartEtcdRegistry runs an etcd of its own, on loopback, as the service
@@ -35,7 +36,7 @@ func (c *Cluster) StartEtcdRegistry(ctx context.Context, name string) (*Registry
 	}
 	client := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	r := &Registry{Name: name, Endpoint: client, args: []string{
+	r := &Registry{Name: name, Endpoint: client, binary: "etcd", health: "/health", args: []string{
 		"--name=" + name,
 		"--data-dir=" + filepath.Join(c.Dir, name),
 		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
@@ -50,10 +51,32 @@ func (c *Cluster) StartEtcdRegistry(ctx context.Context, name string) (*Registry
 // StartRegistryAgain starts a registry stopped with StopProcess, with its
 // data, and waits until it answers.
 func (c *Cluster) StartRegistryAgain(ctx context.Context, r *Registry) error {
-	if err := c.StartProcess(r.Name, c.Binaries["etcd"], r.args...); err != nil {
+	if err := c.StartProcess(r.Name, c.Binaries[r.binary], r.args...); err != nil {
 		return err
 	}
-	return c.waitHTTP(ctx, r.Name, r.Endpoint+"/health")
+	return c.waitHTTP(ctx, r.Name, r.Endpoint+r.health)
+}
+
+// StartConsulRegistry runs a Consul agent in dev mode (one in-memory
+// server) on loopback ports of its own, as the HTTP service registry a
+// bridge keeps in step with the pods. It never phones home (no update
+// check) and serves neither DNS nor gRPC.
+func (c *Cluster) StartConsulRegistry(ctx context.Context, name string) (*Registry, error) {
+	ports, err := FreePorts(4)
+	if err != nil {
+		return nil, err
+	}
+	r := &Registry{Name: name, Endpoint: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), binary: "consul", health: "/v1/status/leader",
+		args: []string{
+			"agent", "-dev", "-node=" + name,
+			"-bind=127.0.0.1", "-client=127.0.0.1", "-advertise=127.0.0.1",
+			fmt.Sprintf("-http-port=%d", ports[0]), fmt.Sprintf("-server-port=%d", ports[1]),
+			fmt.Sprintf("-serf-lan-port=%d", ports[2]), fmt.Sprintf("-serf-wan-port=%d", ports[3]),
+			"-dns-port=-1", "-grpc-port=-1", "-grpc-tls-port=-1",
+			"-hcl=disable_update_check = true",
+			"-log-level=warn",
+		}}
+	return r, c.StartRegistryAgain(ctx, r)
 }
 
 // BridgeOptions say how to run lifeline-bridge next to the cluster.
@@ -63,6 +86,9 @@ type BridgeOptions struct {
 	Root, Dir string
 	// Config is the path of the bridge's configuration file.
 	Config string
+	// Name is the process name (default lifeline-bridge), so that two
+	// bridges can run side by side.
+	Name string
 }
 
 // Bridge is a running lifeline-bridge.
@@ -86,24 +112,7 @@ func (c *Cluster) StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, er
 	if err := build.Run(); err != nil {
 		return nil, fmt.Errorf("building lifeline-bridge: %w", err)
 	}
-	apply := exec.CommandContext(ctx, c.Binaries["kubectl"], "--kubeconfig", c.Kubeconfig, "apply", "-f", filepath.Join(o.Root, "config", "bridge"))
-	if out, err := apply.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("applying the bridge's RBAC: %w\n%s", err, out)
-	}
-	client, err := kubernetes.NewForConfig(c.Config)
-	if err != nil {
-		return nil, err
-	}
-	const user = "lifeline-bridge"
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "lifeline-bridge-local"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "lifeline-bridge"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}
-	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, err
-	}
-	kubeconfig, err := c.WriteKubeconfig(user)
+	kubeconfig, err := c.hookOperatorIdentity(ctx, o.Root, "lifeline-bridge")
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +120,11 @@ func (c *Cluster) StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, er
 	if err != nil {
 		return nil, err
 	}
-	b := &Bridge{Name: "lifeline-bridge", MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), bin: bin,
+	name := o.Name
+	if name == "" {
+		name = "lifeline-bridge"
+	}
+	b := &Bridge{Name: name, MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), bin: bin,
 		readyz: fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]),
 		args: []string{
 			"--kubeconfig=" + kubeconfig,
@@ -138,4 +151,45 @@ func (c *Cluster) RestartBridge(ctx context.Context, b *Bridge, sig syscall.Sign
 		return err
 	}
 	return c.StartBridgeAgain(ctx, b)
+}
+
+// hookOperatorIdentity applies the generated ClusterRole every hook
+// operator needs (config/bridge) and returns a kubeconfig for user, bound
+// to it.
+func (c *Cluster) hookOperatorIdentity(ctx context.Context, root, user string) (string, error) {
+	apply := exec.CommandContext(ctx, c.Binaries["kubectl"], "--kubeconfig", c.Kubeconfig, "apply", "-f", filepath.Join(root, "config", "bridge"))
+	if out, err := apply.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("applying the hook operators' RBAC: %w\n%s", err, out)
+	}
+	client, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return "", err
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user + "-local"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "lifeline-bridge"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	return c.WriteKubeconfig(user)
+}
+
+// StartHookOperator builds a hook operator program of the repository (an
+// example, say) and runs it under its own identity, name, bound to the
+// ClusterRole every hook operator needs, with args after --kubeconfig.
+func (c *Cluster) StartHookOperator(ctx context.Context, root, dir, name, pkg string, args ...string) error {
+	bin := filepath.Join(dir, "bin", name)
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+	build.Dir = root
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("building %s: %w", pkg, err)
+	}
+	kubeconfig, err := c.hookOperatorIdentity(ctx, root, name)
+	if err != nil {
+		return err
+	}
+	return c.StartProcess(name, bin, append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
 }

@@ -90,16 +90,15 @@ etcd: {endpoints: [%q], prefix: /services, ttl: 5s}
 	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
 	createCloneSet(t, cs)
 	waitCloneSet(t, cs, "3 pods registered and available", settled(3))
-	waitEntries(t, etcd, ns, clonePods(t, cs))
+	waitEntries(t, etcd, cs, 3)
 
 	t.Run("an in-place update unregisters each pod first and registers it again after", func(t *testing.T) {
 		updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
 		waitCloneSet(t, cs, "3 pods updated and available", func(c *appsv1alpha1.CloneSet) bool {
 			return settled(3)(c) && c.Status.UpdatedAvailableReplicas == 3
 		})
-		pods := clonePods(t, cs)
-		waitEntries(t, etcd, ns, pods)
-		for _, p := range pods {
+		waitEntries(t, etcd, cs, 3)
+		for _, p := range clonePods(t, cs) {
 			if got := reg.history(entryKey(ns, p.Name)); !hasSeq(got, "put", "delete", "put") {
 				t.Errorf("%s in the registry: %v, want registered, unregistered, registered again", p.Name, got)
 			}
@@ -136,7 +135,7 @@ etcd: {endpoints: [%q], prefix: /services, ttl: 5s}
 		if err := local.StartBridgeAgain(ctx, b); err != nil {
 			t.Fatal(err)
 		}
-		waitEntries(t, etcd, ns, clonePods(t, cs))
+		waitEntries(t, etcd, cs, 3)
 	})
 
 	t.Run("a registry outage holds the hook and flags the pod, never lets it go", func(t *testing.T) {
@@ -171,17 +170,43 @@ etcd: {endpoints: [%q], prefix: /services, ttl: 5s}
 			return apierrors.IsNotFound(err), fmt.Sprint(err), nil
 		})
 		waitCloneSet(t, cs, "2 pods available", settled(2))
-		waitEntries(t, etcd, ns, clonePods(t, cs))
+		waitEntries(t, etcd, cs, 2)
+	})
+
+	t.Run("the entry of a pod deleted behind the hooks' back goes, only it", func(t *testing.T) {
+		pods := clonePods(t, cs)
+		gone, kept := pods[0], pods[1]
+		keptBefore := reg.history(entryKey(ns, kept.Name))
+		if err := client.CoreV1().Pods(ns).Delete(ctx, gone.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+		waitCloneSet(t, cs, "2 pods available again", settled(2))
+		waitEntries(t, etcd, cs, 2)
+		if got := reg.history(entryKey(ns, kept.Name)); len(got) != len(keptBefore) {
+			t.Errorf("the entry of %s, which stayed, was written: %v", kept.Name, got[len(keptBefore):])
+		}
 	})
 }
 
 func entryKey(ns, pod string) string { return "/services/" + ns + "/web/" + pod }
 
-// waitEntries waits until the registry holds exactly the given pods of ns,
-// each with its IP, port and revision.
-func waitEntries(t *testing.T, etcd *clientv3.Client, ns string, pods []corev1.Pod) {
+// waitEntries waits until the CloneSet has replicas pods, each Normal and
+// Ready, and the registry holds exactly those, each with its IP, port,
+// node, UID and revision. The pods are listed again at every look, so a
+// pod that is still being replaced is not taken for the final one.
+func waitEntries(t *testing.T, etcd *clientv3.Client, cs *appsv1alpha1.CloneSet, replicas int) {
 	t.Helper()
+	ns := cs.Namespace
 	eventually(t, time.Minute, "the registry holds the pods", func(ctx context.Context) (bool, string, error) {
+		pods := clonePods(t, cs)
+		if len(pods) != replicas {
+			return false, fmt.Sprintf("%d pods", len(pods)), nil
+		}
+		for _, p := range pods {
+			if p.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) || podCondition(&p, corev1.PodReady) != corev1.ConditionTrue {
+				return false, fmt.Sprintf("%s is %s, not Normal and Ready", p.Name, p.Labels[pub.LifecycleStateKey]), nil
+			}
+		}
 		resp, err := etcd.Get(ctx, "/services/"+ns+"/", clientv3.WithPrefix())
 		if err != nil {
 			return false, err.Error(), nil
@@ -198,7 +223,8 @@ func waitEntries(t *testing.T, etcd *clientv3.Client, ns string, pods []corev1.P
 			inst, ok := got[entryKey(ns, p.Name)]
 			if !ok || inst.IP != p.Status.PodIP || inst.Port != 8080 || inst.UID != string(p.UID) ||
 				inst.Revision != p.Labels["controller-revision-hash"] || inst.Node != p.Spec.NodeName {
-				return false, fmt.Sprintf("%s: %+v", p.Name, inst), nil
+				return false, fmt.Sprintf("%s (ip %s, uid %s, node %s, revision %s): entry %+v", p.Name, p.Status.PodIP, p.UID,
+					p.Spec.NodeName, p.Labels["controller-revision-hash"], inst), nil
 			}
 		}
 		return len(got) == len(pods), fmt.Sprintf("%d entries for %d pods", len(got), len(pods)), nil
@@ -231,6 +257,9 @@ func checkPodsAgainstRegistry(t *testing.T, ns string, etcd *clientv3.Client) {
 			var want string
 			switch {
 			case ev.Type == watch.Deleted || pod.DeletionTimestamp != nil:
+				if state != string(pub.LifecycleStatePreparingDelete) {
+					continue // deleted behind the hooks' back: it cannot wait
+				}
 				want = "absent"
 			case state == string(pub.LifecycleStateUpdating):
 				want = "absent"
