@@ -51,12 +51,23 @@ func run() error {
 	}
 	ctx := ctrl.SetupSignalHandler()
 	log := ctrl.Log.WithName("bridge").WithValues("bridge", cfg.Name)
+	// The registry first: a bridge that cannot reach it says so and stops,
+	// before it takes any pod.
+	registry, closeRegistry, err := bridge.NewRegistry(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeRegistry()
 
 	cacheOpts := ctrlcache.Options{}
 	if cfg.Namespace != "" {
 		cacheOpts.DefaultNamespaces = map[string]ctrlcache.Config{cfg.Namespace: {}}
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	restConfig, err := ctrl.GetConfig()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Cache:                   cacheOpts,
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  healthAddr,
@@ -73,13 +84,7 @@ func run() error {
 	if err := appsv1alpha1.AddToScheme(mgr.GetScheme()); err != nil {
 		return err
 	}
-	b := &bridge.Bridge{Config: cfg, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Log: log}
-	registry, closeRegistry, err := bridge.NewRegistry(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer closeRegistry()
-	b.Registry = registry
+	b := &bridge.Bridge{Config: cfg, Registry: registry, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Log: log}
 	if c, ok := registry.(interface{ Changed() <-chan struct{} }); ok {
 		b.Changed = c.Changed()
 	}

@@ -45,7 +45,7 @@ func NewEtcd(ctx context.Context, cfg EtcdConfig, log logr.Logger) (*Etcd, error
 	e := &Etcd{cfg: cfg, client: client, log: log, changed: make(chan struct{}, 1)}
 	if err := e.takeLease(ctx); err != nil {
 		client.Close()
-		return nil, err
+		return nil, fmt.Errorf("etcd.endpoints %v: cannot use the registry: %w", cfg.Endpoints, err)
 	}
 	go e.keepAlive(ctx)
 	return e, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -88,14 +89,15 @@ func (h *HTTPConfig) validate(p *field.Path) field.ErrorList {
 		if r.URL == "" {
 			errs = append(errs, field.Required(p.Child("url"), ""))
 		}
-		for name, text := range map[string]string{"url": r.URL, "body": r.Body} {
-			if _, err := parseTemplate(text); err != nil {
+		for _, name := range []string{"url", "body"} {
+			text := map[string]string{"url": r.URL, "body": r.Body}[name]
+			if err := checkTemplate(text); err != nil {
 				errs = append(errs, field.Invalid(p.Child(name), text, err.Error()))
 			}
 		}
-		for k, v := range r.Headers {
-			if _, err := parseTemplate(v); err != nil {
-				errs = append(errs, field.Invalid(p.Child("headers").Key(k), v, err.Error()))
+		for _, k := range sortedKeys(r.Headers) {
+			if err := checkTemplate(r.Headers[k]); err != nil {
+				errs = append(errs, field.Invalid(p.Child("headers").Key(k), r.Headers[k], err.Error()))
 			}
 		}
 	}
@@ -119,6 +121,18 @@ func (h *HTTPConfig) validate(p *field.Path) field.ErrorList {
 	return errs
 }
 
+// checkTemplate parses a template and renders it for a sample instance, so
+// a field name that does not exist fails here rather than at the first
+// call.
+func checkTemplate(text string) error {
+	t, err := parseTemplate(text)
+	if err != nil {
+		return err
+	}
+	sample := Instance{IP: "10.0.0.1", Port: 80, Pod: "p", Namespace: "ns", CloneSet: "cs", Labels: map[string]string{}}
+	return t.Execute(io.Discard, templateData{Instance: sample, ID: sample.ID(), Bridge: "b"})
+}
+
 func parseTemplate(text string) (*template.Template, error) {
 	return template.New("").Option("missingkey=error").Funcs(template.FuncMap{
 		"pathEscape": url.PathEscape, "queryEscape": url.QueryEscape,
@@ -135,6 +149,34 @@ type HTTP struct {
 // NewHTTP returns the HTTP registry of cfg.
 func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	return &HTTP{cfg: cfg, client: &http.Client{Timeout: cfg.Timeout.Duration}}, nil
+}
+
+// Check makes sure the registry answers: the list request when there is
+// one, else a connection to the register URL's host. Its error names the
+// field whose address failed.
+func (h *HTTP) Check(ctx context.Context) error {
+	if h.cfg.List != nil {
+		if _, err := h.Entries(ctx); err != nil {
+			return fmt.Errorf("http.list.url: cannot use the registry: %w", err)
+		}
+		return nil
+	}
+	u, err := url.Parse(strings.SplitN(h.cfg.Register.URL, "{{", 2)[0])
+	if err != nil || u.Host == "" {
+		return nil // a host that only the template gives; the first call tells
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	conn, err := (&net.Dialer{Timeout: h.cfg.Timeout.Duration}).DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
+	if err != nil {
+		return fmt.Errorf("http.register.url: cannot reach the registry: %w", err)
+	}
+	return conn.Close()
 }
 
 // templateData is what the templates see of an instance.
@@ -182,7 +224,7 @@ func (h *HTTP) Entries(ctx context.Context) ([]Entry, error) {
 	var items []any
 	switch d := doc.(type) {
 	case map[string]any:
-		for _, k := range sortedKeysAny(d) {
+		for _, k := range sortedKeys(d) {
 			items = append(items, d[k])
 		}
 	case []any:
@@ -321,7 +363,7 @@ func lookup(v any, path string) string {
 	return s
 }
 
-func sortedKeysAny(m map[string]any) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -51,6 +51,9 @@ func NewRegistry(ctx context.Context, cfg *Config, log logr.Logger) (r Registry,
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := h.Check(ctx); err != nil {
+			return nil, nil, err
+		}
 		return h, func() error { return nil }, nil
 	}
 	return nil, nil, fmt.Errorf("no registry backend configured")
