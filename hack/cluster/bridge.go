@@ -132,6 +132,7 @@ func (c *Cluster) StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, er
 			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
 			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
 			"--leader-election-namespace=lifeline-system",
+			"--zap-log-level=debug",
 		}}
 	return b, c.StartBridgeAgain(ctx, b)
 }

@@ -53,12 +53,14 @@ func (b *Bridge) register(ctx context.Context, e hook.Event) error {
 		return err
 	}
 	defer b.locks.lock(inst.ID())()
+	b.Log.V(1).Info("registering", "id", inst.ID(), "moment", e.Moment, "revision", inst.Revision, "uid", inst.UID)
 	return observe("register", b.Registry.Register(ctx, inst))
 }
 
 func (b *Bridge) unregister(ctx context.Context, e hook.Event) error {
 	id := e.Pod.Namespace + "/" + e.CloneSet.Name + "/" + e.Pod.Name
 	defer b.locks.lock(id)()
+	b.Log.V(1).Info("unregistering", "id", id, "moment", e.Moment, "revision", e.Revision, "uid", e.Pod.UID)
 	return observe("unregister", b.Registry.Unregister(ctx, id))
 }
 

@@ -144,7 +144,9 @@ func (e *Etcd) request(ctx context.Context) (context.Context, context.CancelFunc
 
 func (e *Etcd) key(id string) string { return e.cfg.Prefix + "/" + id }
 
-// Register puts the instance, attached to the bridge's lease.
+// Register puts the instance, attached to the bridge's lease, unless the
+// key already holds exactly that under that lease: a handler called again
+// (after a restart between its call and its release) writes nothing.
 func (e *Etcd) Register(ctx context.Context, inst Instance) error {
 	value, err := json.Marshal(inst)
 	if err != nil {
@@ -152,7 +154,10 @@ func (e *Etcd) Register(ctx context.Context, inst Instance) error {
 	}
 	ctx, cancel := e.request(ctx)
 	defer cancel()
-	_, err = e.client.Put(ctx, e.key(inst.ID()), string(value), clientv3.WithLease(e.Lease()))
+	key, lease := e.key(inst.ID()), e.Lease()
+	_, err = e.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.Value(key), "=", string(value)), clientv3.Compare(clientv3.LeaseValue(key), "=", lease)).
+		Else(clientv3.OpPut(key, string(value), clientv3.WithLease(lease))).Commit()
 	return err
 }
 

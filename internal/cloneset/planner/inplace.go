@@ -92,10 +92,10 @@ func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (A
 		if cs.Spec.UpdateStrategy.Type == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType {
 			return Action{}, fmt.Errorf("find Pod %s update strategy is InPlaceOnly but can not update in-place", pod.Name)
 		}
-		return deleteOrHold(s, preDelete, pod, fmt.Sprintf("recreate for update to revision %s: the change cannot be made in place", s.UpdateRevision)), nil
+		return recreate(s, preDelete, pod, fmt.Sprintf("recreate for update to revision %s: the change cannot be made in place", s.UpdateRevision)), nil
 	}
 	if cs.Spec.UpdateStrategy.Type != appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType && claimTemplatesChanged(s, pod) {
-		return deleteOrHold(s, preDelete, pod, fmt.Sprintf("recreate for update to revision %s: its volumeClaimTemplates changed", s.UpdateRevision)), nil
+		return recreate(s, preDelete, pod, fmt.Sprintf("recreate for update to revision %s: its volumeClaimTemplates changed", s.UpdateRevision)), nil
 	}
 	// OpenKruise updates a pod its preNormal hook still holds, and the
 	// pod then leaves Updating for Normal without its handler: serving

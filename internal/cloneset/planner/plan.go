@@ -377,8 +377,23 @@ func revivePreparingDelete(s Snapshot, podsToDelete map[string]bool) []Action {
 // deleteOrHold deletes a pod, unless its preDelete hook holds it, in which
 // case it moves to PreparingDelete and waits there.
 func deleteOrHold(s Snapshot, preDelete *pub.LifecycleHook, pod *corev1.Pod, why string) Action {
+	return deleteOrHoldAs(s, preDelete, pod, why, false)
+}
+
+// recreate deletes a pod picked to be replaced at the update revision, or,
+// while its preDelete hook holds it, moves it to PreparingDelete marked
+// specified-delete in the same write. The mark is what OpenKruise's
+// ReCreate writes on every picked pod; we write it only on held ones,
+// where it matters: a pod held for replacement is never revived by a
+// scale-up (revivePreparingDelete), which would otherwise take it back to
+// PreparingNormal, re-register it and pick it again, round after round.
+func recreate(s Snapshot, preDelete *pub.LifecycleHook, pod *corev1.Pod, why string) Action {
+	return deleteOrHoldAs(s, preDelete, pod, why, true)
+}
+
+func deleteOrHoldAs(s Snapshot, preDelete *pub.LifecycleHook, pod *corev1.Pod, why string, specified bool) Action {
 	if lifecycle.IsHooked(preDelete, pod) {
-		t := transition{to: pub.LifecycleStatePreparingDelete}
+		t := transition{to: pub.LifecycleStatePreparingDelete, specifiedDelete: specified}
 		if preDelete.MarkPodNotReady {
 			t.addNotReady = pub.PodReadyKeyPreDeleteHook
 		}
@@ -591,7 +606,7 @@ func update(s Snapshot, d Diffs) ([]Action, error) {
 			continue // the scale step deletes it
 		}
 		if !inPlace {
-			actions = append(actions, deleteOrHold(s, preDelete, pod, fmt.Sprintf("recreate for update to revision %s", s.UpdateRevision)))
+			actions = append(actions, recreate(s, preDelete, pod, fmt.Sprintf("recreate for update to revision %s", s.UpdateRevision)))
 			continue
 		}
 		a, err := inPlaceUpdate(s, pod, preDelete)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
@@ -360,5 +361,41 @@ func TestMarkPodNotReadyWithoutTheGateWarns(t *testing.T) {
 		if len(w) != tc.want || (tc.want > 0 && w[0].Reason != "MarkPodNotReadyUnavailable") {
 			t.Errorf("%s: warnings %+v, want %d", tc.name, w, tc.want)
 		}
+	}
+}
+
+// A pod a ReCreate update holds in PreparingDelete is marked
+// specified-delete in the same write, and so is never revived by the scale
+// step: without the mark, the held pod (one replica short) was taken back to
+// PreparingNormal, picked again, held again, round after round, its
+// registry entry going and coming each time (found by the bridge's e2e).
+func TestRecreateHeldPodIsReplacedNotRevived(t *testing.T) {
+	cs := cloneSet(2, "", "1", "")
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}}}
+	hold := func(p *corev1.Pod) { p.Labels["hold"] = "true" }
+	p, err := Compute(snapshot(cs, readyPod("a", oldRev, hold), readyPod("b", newRev, hold)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Actions) != 1 || p.Actions[0].State() != pub.LifecycleStatePreparingDelete ||
+		p.Actions[0].Writes[0].Labels[appsv1alpha1.SpecifiedDeleteKey] != "true" {
+		t.Fatalf("actions %v, want a held in PreparingDelete and marked specified-delete", names(p.Actions))
+	}
+	held := readyPod("a", oldRev, hold, inState(pub.LifecycleStatePreparingDelete), specifiedDelete)
+	p, err = Compute(snapshot(cs, held, readyPod("b", newRev, hold)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range p.Actions {
+		if a.Pod == held {
+			t.Fatalf("acted on the held pod: %v", names(p.Actions))
+		}
+	}
+	// A pod held by a scale-in, unmarked, is still revived when replicas go
+	// back up (OpenKruise's regret).
+	scaledIn := readyPod("a", newRev, hold, inState(pub.LifecycleStatePreparingDelete))
+	p, _ = Compute(snapshot(cs, scaledIn, readyPod("b", newRev, hold)))
+	if len(p.Actions) != 1 || p.Actions[0].State() != pub.LifecycleStatePreparingNormal {
+		t.Fatalf("a pod held by a scale-in: %v, want it revived", names(p.Actions))
 	}
 }

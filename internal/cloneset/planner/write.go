@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/revision"
 	"github.com/lifeline-k8s/lifeline/pkg/lifecycle"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
@@ -91,6 +92,9 @@ type transition struct {
 	inPlaceDone bool
 	// readd puts this hook's labels and finalizers back on the pod.
 	readd *pub.LifecycleHook
+	// specifiedDelete marks the pod apps.kruise.io/specified-delete, so
+	// that it is replaced, never revived.
+	specifiedDelete bool
 }
 
 // setState is the action that makes transition t of pod, written out in
@@ -103,6 +107,9 @@ func setState(s Snapshot, pod *corev1.Pod, t transition, reason string) Action {
 	var w PodWrite
 	w.setLabel(pub.LifecycleStateKey, string(t.to))
 	w.setAnnotation(pub.LifecycleTimestampKey, timestamp(s.Now))
+	if t.specifiedDelete {
+		w.setLabel(appsv1alpha1.SpecifiedDeleteKey, "true")
+	}
 	if h := t.readd; h != nil {
 		for k, v := range h.LabelsHandler {
 			w.setLabel(k, v)
