@@ -20,6 +20,14 @@ build: ## Build every binary of the main module into bin/.
 dev: ## Run a local cluster with Lifeline and the demo; Ctrl-C tears it down.
 	$(DEVCTL) up
 
+.PHONY: demo
+demo: ## With make dev running: walk the seed scenario, showing the service registry at each step.
+	$(DEVCTL) demo
+
+.PHONY: registry
+registry: ## With make dev running: show the demo pods next to the service registry.
+	$(DEVCTL) registry
+
 .PHONY: generate
 generate: ## Regenerate deepcopy functions, CRDs and RBAC from the API markers.
 	@CONTROLLER_GEN=$$($(DEVCTL) bin controller-gen) && \

@@ -4,6 +4,8 @@
 //	devctl bin NAME       print the path of a pinned binary, building it into the cache if missing
 //	devctl envtest        print a KUBEBUILDER_ASSETS folder for envtest
 //	devctl up             run the local cluster for make dev (see up.go)
+//	devctl demo           walk make dev's seed scenario, showing the registry at each step (see demo.go)
+//	devctl registry       show make dev's demo pods next to the service registry
 package main
 
 import (
@@ -27,7 +29,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: devctl bin NAME | envtest | up")
+		return fmt.Errorf("usage: devctl bin NAME | envtest | up | demo | registry")
 	}
 	switch args[0] {
 	case "bin":
@@ -47,6 +49,10 @@ func run(ctx context.Context, args []string) error {
 		fmt.Println(dir)
 	case "up":
 		return up(ctx, args[1:])
+	case "demo":
+		return demo(ctx, args[1:])
+	case "registry":
+		return registry(ctx, args[1:])
 	default:
 		return fmt.Errorf("unknown subcommand %q", args[0])
 	}

@@ -76,6 +76,11 @@ func serve(ctx context.Context, root, devDir string, nodes int) error {
 		return fmt.Errorf("applying samples: %w", err)
 	}
 
+	registry, err := startRegistryBridge(ctx, c, root, devDir)
+	if err != nil {
+		return err
+	}
+
 	kubeconfig := filepath.Join(devDir, "kubeconfig")
 	if err := copyFile(c.Kubeconfig, kubeconfig); err != nil {
 		return err
@@ -96,7 +101,12 @@ Try:
   kubectl -n demo get clonesets
   kubectl -n demo get clone cloneset-lifecycle-demo -o yaml
   kubectl get crd | grep kruise.io
-`, kubeconfig, kubectl, filepath.Join(c.Dir, "logs"))
+
+The seeds' service registry is an etcd at %[4]s (also in
+%[5]s); lifeline-bridge keeps it in step with the demo pods:
+  make registry   # the demo pods' lifecycle states next to their registry entries
+  make demo       # scale up, update in place, ReCreate, scale down: the registry at each step
+`, kubeconfig, kubectl, filepath.Join(c.Dir, "logs"), registry.Endpoint, filepath.Join(devDir, "registry-endpoint"))
 
 	// Stay up until interrupted, or until a component dies: a cluster
 	// missing a component is not worth keeping up silently.
@@ -115,4 +125,27 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return os.WriteFile(to, data, 0o600)
+}
+
+// startRegistryBridge runs the seeds' service-discovery centre (an etcd of
+// its own, its endpoint written to registry-endpoint) and lifeline-bridge
+// against it for the demo namespace.
+func startRegistryBridge(ctx context.Context, c *cluster.Cluster, root, devDir string) (*cluster.Registry, error) {
+	fmt.Println("starting the service registry (etcd) and lifeline-bridge")
+	registry, err := c.StartEtcdRegistry(ctx, "registry")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(devDir, "registry-endpoint"), []byte(registry.Endpoint+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	config := filepath.Join(devDir, "bridge.yaml")
+	text := fmt.Sprintf("# lifeline-bridge for make dev: every CloneSet of the demo namespace.\nname: registry\nnamespace: demo\nport: 80\ntimeout: 1m\netcd: {endpoints: [%q], prefix: /services}\n", registry.Endpoint)
+	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
+		return nil, err
+	}
+	if _, err := c.StartBridge(ctx, cluster.BridgeOptions{Root: root, Dir: devDir, Config: config}); err != nil {
+		return nil, err
+	}
+	return registry, nil
 }

@@ -89,6 +89,30 @@ func TestMakeDevComesUpAndTearsDownWhole(t *testing.T) {
 		t.Errorf("an invalid update got through the dev cluster's webhook: %v\n%s", err, out)
 	}
 
+	// The seeds' registry runs, the bridge keeps it in step, and make demo
+	// walks the scenario with the registry shown at each step: after each,
+	// every demo pod is Normal, Ready and registered, nothing gone is left.
+	if endpoint := strings.TrimSpace(readFile(filepath.Join(devDir, "registry-endpoint"))); !strings.HasPrefix(endpoint, "http://127.0.0.1:") {
+		t.Errorf("registry-endpoint: %q", endpoint)
+	}
+	demo := exec.Command(devctl, "demo", "--dir", devDir)
+	demo.Dir = root
+	shown, err := demo.CombinedOutput()
+	if err != nil {
+		t.Fatalf("devctl demo: %v\n%s", err, shown)
+	}
+	steps := strings.Split(string(shown), "\n== step ")
+	if len(steps) != 5 {
+		t.Fatalf("devctl demo showed %d steps, want 4:\n%s", len(steps)-1, shown)
+	}
+	for _, step := range steps[1:] {
+		for _, line := range strings.Split(strings.TrimSpace(step), "\n")[2:] {
+			if f := strings.Fields(line); len(f) < 5 || f[1] != "Normal" || f[2] != "true" || !strings.Contains(line, " at "+f[3]) {
+				t.Errorf("after step %q: %q is not Normal, Ready and registered at its revision", strings.SplitN(step, "\n", 2)[0], line)
+			}
+		}
+	}
+
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}

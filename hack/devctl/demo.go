@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/bridge"
+	"github.com/lifeline-k8s/lifeline/internal/manager"
+)
+
+// devEnv is a running make dev, as the demo reaches it.
+type devEnv struct {
+	k8s  client.Client
+	etcd *clientv3.Client
+	out  io.Writer
+}
+
+func openDev(args []string, name string) (*devEnv, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	devDir := fs.String("dir", "", "make dev's folder (default .dev in the repository)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if *devDir == "" {
+		root, err := cluster.RepoRoot()
+		if err != nil {
+			return nil, err
+		}
+		*devDir = filepath.Join(root, ".dev")
+	}
+	if _, err := os.Stat(filepath.Join(*devDir, "ready")); err != nil {
+		return nil, fmt.Errorf("no make dev running in %s (start it with make dev)", *devDir)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(*devDir, "kubeconfig"))
+	if err != nil {
+		return nil, err
+	}
+	k8s, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	endpoint, err := os.ReadFile(filepath.Join(*devDir, "registry-endpoint"))
+	if err != nil {
+		return nil, err
+	}
+	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{strings.TrimSpace(string(endpoint))}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, err
+	}
+	return &devEnv{k8s: k8s, etcd: etcd, out: os.Stdout}, nil
+}
+
+// registry prints the demo pods next to the registry, once.
+func registry(ctx context.Context, args []string) error {
+	env, err := openDev(args, "registry")
+	if err != nil {
+		return err
+	}
+	defer env.etcd.Close()
+	return env.show(ctx)
+}
+
+// demo is make demo: the seed scenario step by step, the pods' lifecycle
+// states and the registry shown after each.
+func demo(ctx context.Context, args []string) error {
+	env, err := openDev(args, "demo")
+	if err != nil {
+		return err
+	}
+	defer env.etcd.Close()
+	const lifecycleDemo, preNormalDemo = "cloneset-lifecycle-demo", "cloneset-prenormal-demo"
+	steps := []struct {
+		title    string
+		cloneSet string
+		change   func(*appsv1alpha1.CloneSet)
+	}{
+		{"scale-up: seed 002's CloneSet gets one more pod; it is registered before it becomes Normal",
+			preNormalDemo, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To(*c.Spec.Replicas + 1) }},
+		{"in-place update: seed 001's pods leave the registry, get the new image, and come back",
+			lifecycleDemo, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = otherImage(c) }},
+		{"ReCreate update: seed 002's pods are replaced; each leaves the registry before it goes",
+			preNormalDemo, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = otherImage(c) }},
+		{"scale-down: seed 002's CloneSet loses a pod, unregistered before it is deleted",
+			preNormalDemo, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To(max(*c.Spec.Replicas-1, 1)) }},
+	}
+	fmt.Fprintln(env.out, "== before")
+	if err := env.show(ctx); err != nil {
+		return err
+	}
+	for i, s := range steps {
+		fmt.Fprintf(env.out, "\n== step %d: %s\n", i+1, s.title)
+		cs := &appsv1alpha1.CloneSet{}
+		if err := env.k8s.Get(ctx, client.ObjectKey{Namespace: "demo", Name: s.cloneSet}, cs); err != nil {
+			return err
+		}
+		s.change(cs)
+		if err := env.k8s.Update(ctx, cs); err != nil {
+			return err
+		}
+		if err := env.waitSettled(ctx, cs); err != nil {
+			return err
+		}
+		if err := env.show(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func otherImage(c *appsv1alpha1.CloneSet) string {
+	if c.Spec.Template.Spec.Containers[0].Image == "nginx:1.28" {
+		return "nginx:1.27"
+	}
+	return "nginx:1.28"
+}
+
+// waitSettled waits until the CloneSet runs its spec: every pod updated,
+// Normal and available.
+func (e *devEnv) waitSettled(ctx context.Context, cs *appsv1alpha1.CloneSet) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := e.k8s.Get(ctx, client.ObjectKeyFromObject(cs), cs); err != nil {
+			return false, nil
+		}
+		st, want := cs.Status, *cs.Spec.Replicas
+		return st.ObservedGeneration == cs.Generation && st.Replicas == want && st.UpdatedAvailableReplicas == want, nil
+	})
+}
+
+// show prints every pod of the demo namespace with its lifecycle state and
+// its registry entry, then the entries whose pods are gone.
+func (e *devEnv) show(ctx context.Context) error {
+	pods := &corev1.PodList{}
+	if err := e.k8s.List(ctx, pods, client.InNamespace("demo")); err != nil {
+		return err
+	}
+	resp, err := e.etcd.Get(ctx, "/services/demo/", clientv3.WithPrefix())
+	if err != nil {
+		return fmt.Errorf("reading the registry: %w", err)
+	}
+	entries := map[string]bridge.Instance{}
+	for _, kv := range resp.Kvs {
+		var inst bridge.Instance
+		if json.Unmarshal(kv.Value, &inst) == nil {
+			entries[inst.Pod] = inst
+		}
+	}
+	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
+	w := tabwriter.NewWriter(e.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "POD\tSTATE\tREADY\tREVISION\tREGISTRY")
+	for _, p := range pods.Items {
+		ready := "false"
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready = "true"
+			}
+		}
+		reg := "-"
+		if inst, ok := entries[p.Name]; ok && inst.UID == string(p.UID) {
+			reg = fmt.Sprintf("%s:%d at %s", inst.IP, inst.Port, inst.Revision)
+			delete(entries, p.Name)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", p.Name, p.Labels[pub.LifecycleStateKey], ready, p.Labels["controller-revision-hash"], reg)
+	}
+	for name, inst := range entries {
+		fmt.Fprintf(w, "%s\t(gone)\t\t\t%s:%d at %s\n", name, inst.IP, inst.Port, inst.Revision)
+	}
+	return w.Flush()
+}
