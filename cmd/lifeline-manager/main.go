@@ -128,11 +128,15 @@ func run() error {
 	if err := manager.Setup(ctx, mgr, o.controllers); err != nil {
 		return fmt.Errorf("registering controllers: %w", err)
 	}
+	self, err := manager.WhoAmI(ctx, mgr.GetConfig())
+	if err != nil {
+		return err
+	}
 	go func() {
 		select {
 		case <-certsReady:
 			log.Info("webhook certificate ready; serving webhooks")
-			manager.SetupWebhooks(mgr)
+			manager.SetupWebhooks(mgr, self)
 		case <-ctx.Done():
 		}
 	}()

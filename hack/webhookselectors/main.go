@@ -1,6 +1,6 @@
 // Command webhookselectors adds to the generated webhook configurations
 // what controller-gen has no marker for: the namespaceSelector that keeps
-// the pod mutating webhook off the system namespaces. make generate runs it
+// the pod webhooks off the system namespaces. make generate runs it
 // after controller-gen, so verifygen checks its output too.
 package main
 
@@ -26,17 +26,19 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	const anchor = "  name: mpod.lifeline.dev\n"
 	text := string(data)
-	if strings.Count(text, anchor) != 1 {
-		return fmt.Errorf("%s: want exactly one webhook named mpod.lifeline.dev", manifests)
-	}
-	if strings.Contains(text, anchor+"  namespaceSelector:") {
-		return nil // already there
-	}
 	selector := "  namespaceSelector:\n    matchExpressions:\n    - key: kubernetes.io/metadata.name\n      operator: NotIn\n      values:\n"
 	for _, ns := range podadmission.SystemNamespaces {
 		selector += "      - " + ns + "\n"
 	}
-	return os.WriteFile(manifests, []byte(strings.Replace(text, anchor, anchor+selector, 1)), 0o644)
+	for _, name := range []string{"mpod.lifeline.dev", "vpod.lifeline.dev", "vpodeviction.lifeline.dev"} {
+		anchor := "  name: " + name + "\n"
+		if strings.Count(text, anchor) != 1 {
+			return fmt.Errorf("%s: want exactly one webhook named %s", manifests, name)
+		}
+		if !strings.Contains(text, anchor+"  namespaceSelector:") {
+			text = strings.Replace(text, anchor, anchor+selector, 1)
+		}
+	}
+	return os.WriteFile(manifests, []byte(text), 0o644)
 }

@@ -7,12 +7,17 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -63,8 +68,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 
 // SetupWebhooks starts the webhook server with every Lifeline webhook. Call it
 // only once the serving certificate is in place: the server reads it when it
-// starts.
-func SetupWebhooks(mgr ctrl.Manager) {
+// starts. self is the user the manager runs as (see WhoAmI): the hook guard
+// lets its own deletions through.
+func SetupWebhooks(mgr ctrl.Manager, self string) {
 	server := mgr.GetWebhookServer()
 	decoder := admission.NewDecoder(mgr.GetScheme())
 	clonesetwebhook.Register(server, decoder, mgr.GetClient())
@@ -72,8 +78,26 @@ func SetupWebhooks(mgr ctrl.Manager) {
 	// Pod admission: features register in the order they run.
 	mutating, validating := &podadmission.Mutating{}, &podadmission.Validating{}
 	mutating.Register("cloneset-normal-in-bind", clonesetwebhook.NewBindingMutator(decoder, mgr.GetClient(), mgr.GetAPIReader()), clonesetwebhook.BindingTarget)
+	validating.Register("cloneset-hook-guard", &clonesetwebhook.HookGuard{
+		Cache: mgr.GetClient(), Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("cloneset-hook-guard"),
+		Exempt: map[string]bool{self: true, clonesetwebhook.GarbageCollector: true},
+	}, clonesetwebhook.HookGuardTargets...)
 	server.Register(podadmission.MutatePath, &webhook.Admission{Handler: mutating})
 	server.Register(podadmission.ValidatePath, &webhook.Admission{Handler: validating})
+}
+
+// WhoAmI asks the API server which user cfg authenticates as
+// (SelfSubjectReview).
+func WhoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("asking the API server who the manager is: %w", err)
+	}
+	return review.Status.UserInfo.Username, nil
 }
 
 // WebhooksReadyCheck is a readiness check that fails until ready is closed

@@ -24,9 +24,13 @@ import (
 // be one a pod may do without (the binding mutator's work is redone by the
 // CloneSet controller). Its namespaceSelector, which controller-gen has no
 // marker for, keeps it off the system namespaces (hack/webhookselectors).
-// The validating handler is served but has no webhook configuration until
-// a feature registers with it (PodUnavailableBudget).
+// The validating webhooks, one per resource so that pod creations and
+// updates are not sent to it for nothing, fail open too (a manager that is
+// down must not stop every pod deletion in the cluster), and have side
+// effects only outside dry runs (the hook guard marks pods).
 // +kubebuilder:webhook:path=/mutate-pod,mutating=true,failurePolicy=ignore,timeoutSeconds=2,sideEffects=None,groups="",resources=pods/binding,verbs=create,versions=v1,name=mpod.lifeline.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-pod,mutating=false,failurePolicy=ignore,timeoutSeconds=2,sideEffects=NoneOnDryRun,groups="",resources=pods,verbs=delete,versions=v1,name=vpod.lifeline.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-pod,mutating=false,failurePolicy=ignore,timeoutSeconds=2,sideEffects=NoneOnDryRun,groups="",resources=pods/eviction,verbs=create,versions=v1,name=vpodeviction.lifeline.dev,admissionReviewVersions=v1
 
 // SystemNamespaces are left out of the pod webhooks: the cluster's own
 // pods must never wait on Lifeline.

@@ -90,7 +90,7 @@ func startWebhooks(t *testing.T, certs webhookcerts.Options, certDir string) (ty
 	go func() {
 		select {
 		case <-ready:
-			manager.SetupWebhooks(mgr)
+			manager.SetupWebhooks(mgr, "lifeline-manager")
 		case <-ctx.Done():
 		}
 	}()

@@ -10,6 +10,13 @@ const (
 	// presence counts.
 	SpecifiedDeleteKey = "apps.kruise.io/specified-delete"
 
+	// GuardHooksAnnotation is the CloneSet annotation (Lifeline's own)
+	// that, set to "true", closes the path around its preDelete hook: a
+	// direct delete or eviction of one of its pods is refused and the pod
+	// is marked SpecifiedDeleteKey instead, so the CloneSet deletes it
+	// through PreparingDelete and the hook, and replaces it.
+	GuardHooksAnnotation = "lifeline.dev/guard-hooks"
+
 	// CloneSetScalingExcludePreparingDeleteKey is the CloneSet label that,
 	// set to "true", leaves PreparingDelete pods out of the replica count, so
 	// a scale-up creates new pods instead of reviving them.

@@ -1,0 +1,157 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podadmission"
+	"github.com/lifeline-k8s/lifeline/pkg/lifecycle"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
+)
+
+// HookGuardTargets are what the hook guard admits: pod DELETE and
+// pods/eviction CREATE.
+var HookGuardTargets = []podadmission.Target{
+	{Operation: admissionv1.Delete},
+	{SubResource: "eviction", Operation: admissionv1.Create},
+}
+
+// GarbageCollector is the user kube-controller-manager's garbage collector
+// deletes as; its deletions (of pods whose CloneSet is gone) pass the guard.
+const GarbageCollector = "system:serviceaccount:kube-system:generic-garbage-collector"
+
+var guarded = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "lifeline_cloneset_hook_guard_total",
+	Help: "Pod deletes and evictions seen by the hook guard, by operation (delete, evict) and result (redirected: refused, the pod handed to its CloneSet as a specified delete; passed).",
+}, []string{"operation", "result"})
+
+func init() { metrics.Registry.MustRegister(guarded) }
+
+// HookGuard closes the path around a preDelete hook for CloneSets that opt
+// in (GuardHooksAnnotation): OpenKruise lets a kubectl delete or an
+// eviction remove a pod its preDelete hook would hold, so a registry keeps
+// the address of a pod that is gone. The guard refuses such a request and
+// marks the pod specified-delete instead: the CloneSet then takes it
+// through PreparingDelete, the hook and the registry like any scale-in,
+// and replaces it. A refused eviction answers 429, as the eviction API
+// answers a PodDisruptionBudget, so kubectl drain retries until the pod is
+// gone (then the eviction finds nothing to evict, and drain goes on).
+type HookGuard struct {
+	// Cache reads pods and CloneSets; Writer marks pods.
+	Cache  client.Reader
+	Writer client.Client
+	// Exempt are the users whose deletions pass: the manager itself (the
+	// CloneSet controller deleting released pods) and the garbage
+	// collector.
+	Exempt   map[string]bool
+	Recorder events.EventRecorder
+}
+
+// Validate refuses a direct delete or eviction of a guarded pod.
+func (g *HookGuard) Validate(ctx context.Context, req admission.Request) admission.Response {
+	op := "delete"
+	if req.SubResource == "eviction" {
+		op = "evict"
+	}
+	if g.Exempt[req.UserInfo.Username] {
+		guarded.WithLabelValues(op, "passed").Inc()
+		return admission.Allowed("")
+	}
+	pod := &corev1.Pod{}
+	if err := g.Cache.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return admission.Allowed("")
+		}
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	cs, err := g.cloneSetOf(ctx, pod)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	guard, why := Guards(cs, pod)
+	if !guard {
+		guarded.WithLabelValues(op, "passed").Inc()
+		return admission.Allowed(why)
+	}
+	if !ptr.Deref(req.DryRun, false) {
+		if err := g.mark(ctx, pod); err != nil {
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("handing pod %s to its CloneSet: %w", pod.Name, err))
+		}
+		g.Recorder.Eventf(pod, cs, corev1.EventTypeNormal, "DeletionRedirected", "Guard",
+			"%s of pod %s by %s redirected to CloneSet %s: marked %s, it goes through its preDelete hook and is replaced",
+			op, pod.Name, req.UserInfo.Username, cs.Name, appsv1alpha1.SpecifiedDeleteKey)
+	}
+	guarded.WithLabelValues(op, "redirected").Inc()
+	msg := fmt.Sprintf("pod %s is guarded by CloneSet %s (%s): a direct %s would skip its preDelete hook; the pod is marked %s instead "+
+		"and the CloneSet deletes it through the hook and replaces it", pod.Name, cs.Name, appsv1alpha1.GuardHooksAnnotation, op, appsv1alpha1.SpecifiedDeleteKey)
+	code, reason := int32(http.StatusForbidden), metav1.StatusReasonForbidden
+	if op == "evict" {
+		code, reason = http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests
+	}
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
+		Status: metav1.StatusFailure, Code: code, Reason: reason, Message: msg,
+		Details: &metav1.StatusDetails{Name: pod.Name, Kind: "pods", Causes: []metav1.StatusCause{{Type: "DisruptionBudget", Message: msg}}},
+	}}}
+}
+
+// Guards decides whether the guard refuses a direct delete or eviction of
+// pod, whose controlling CloneSet is cs (nil for none), and says why not
+// when it lets it through.
+func Guards(cs *appsv1alpha1.CloneSet, pod *corev1.Pod) (bool, string) {
+	switch {
+	case cs == nil:
+		return false, "not a CloneSet pod"
+	case cs.Annotations[appsv1alpha1.GuardHooksAnnotation] != "true":
+		return false, "its CloneSet does not guard its hooks"
+	case cs.Spec.Lifecycle == nil || cs.Spec.Lifecycle.PreDelete == nil:
+		return false, "its CloneSet has no preDelete hook"
+	case pod.DeletionTimestamp != nil:
+		return false, "already being deleted"
+	case podfacts.State(pod) == pub.LifecycleStatePreparingDelete && !lifecycle.IsHooked(cs.Spec.Lifecycle.PreDelete, pod):
+		return false, "its preDelete hook already released it"
+	}
+	return true, ""
+}
+
+// mark labels the pod specified-delete, once.
+func (g *HookGuard) mark(ctx context.Context, pod *corev1.Pod) error {
+	if _, ok := pod.Labels[appsv1alpha1.SpecifiedDeleteKey]; ok {
+		return nil
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, appsv1alpha1.SpecifiedDeleteKey)
+	return g.Writer.Patch(ctx, pod.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
+func (g *HookGuard) cloneSetOf(ctx context.Context, pod *corev1.Pod) (*appsv1alpha1.CloneSet, error) {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "CloneSet" {
+		return nil, nil
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != appsv1alpha1.GroupVersion.Group {
+		return nil, nil
+	}
+	cs := &appsv1alpha1.CloneSet{}
+	if err := g.Cache.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, cs); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if cs.UID != ref.UID {
+		return nil, nil
+	}
+	return cs, nil
+}
