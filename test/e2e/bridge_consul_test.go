@@ -270,20 +270,32 @@ func checkPodsAgainstConsul(t *testing.T, ns, consul string, preNormal bool) {
 // its in-place update and put back after, and taken out before deletion,
 // judged by reading Consul at each pod change.
 func TestSeed001OperatorExample(t *testing.T) {
+	seed001(t, "seed001-example", "./examples/registry-operator")
+}
+
+// TestSeed001OperatorAsWritten is the same scenario driven by seed 001's
+// operator exactly as the seed writes it (test/e2e/seed001operator: plain
+// controller-runtime, its own predicates and label flips, no SDK): an
+// existing OpenKruise hook operator works on a Lifeline CloneSet unchanged.
+func TestSeed001OperatorAsWritten(t *testing.T) {
+	seed001(t, "seed001-as-written", "./test/e2e/seed001operator")
+}
+
+func seed001(t *testing.T, name, operator string) {
 	ctx := context.Background()
 	root, err := cluster.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	consul, err := local.StartConsulRegistry(ctx, "registry-consul-seed001")
+	consul, err := local.StartConsulRegistry(ctx, "registry-consul-"+name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = local.StopProcess(consul.Name, syscall.SIGTERM) })
-	if err := local.StartHookOperator(ctx, root, local.Dir, "seed001-operator", "./examples/registry-operator", "--consul="+consul.Endpoint); err != nil {
+	if err := local.StartHookOperator(ctx, root, local.Dir, name, operator, "--consul="+consul.Endpoint); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = local.StopProcess("seed001-operator", syscall.SIGTERM) })
+	t.Cleanup(func() { _ = local.StopProcess(name, syscall.SIGTERM) })
 
 	ns := newNamespace(t)
 	checkPodsAgainstConsul(t, ns, consul.Endpoint, false)
@@ -294,6 +306,7 @@ func TestSeed001OperatorExample(t *testing.T) {
 		PreDelete:     &pub.LifecycleHook{LabelsHandler: map[string]string{del: "true"}},
 	}
 	cs.Spec.Template.Labels[inplace], cs.Spec.Template.Labels[del] = "true", "true"
+	cs.Spec.Template.Labels["example.com/newly-create"] = "true"
 	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
 	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("20%"))
 	createCloneSet(t, cs)
