@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -33,11 +34,15 @@ func main() {
 func run() error {
 	var configPath, metricsAddr, healthAddr, leaderNamespace string
 	var leaderElect bool
+	var leaseDuration, renewDeadline, retryPeriod time.Duration
 	flag.StringVar(&configPath, "config", "", "The bridge's configuration file (required).")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&healthAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader so that of several replicas one handles the pods.")
 	flag.StringVar(&leaderNamespace, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to the pod's namespace.")
+	flag.DurationVar(&leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a replica waits, after the leader stopped renewing, before it takes over.")
+	flag.DurationVar(&renewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader tries to renew before it gives up leading.")
+	flag.DurationVar(&retryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to take or renew the lease.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -77,6 +82,9 @@ func run() error {
 		// A new leader takes over without waiting for the old lease to
 		// run out when the old one stops cleanly.
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &leaseDuration,
+		RenewDeadline:                 &renewDeadline,
+		RetryPeriod:                   &retryPeriod,
 	})
 	if err != nil {
 		return err

@@ -133,6 +133,8 @@ func (c *Cluster) StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, er
 			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
 			"--leader-election-namespace=lifeline-system",
 			"--zap-log-level=debug",
+			// A killed bridge's successor takes over in seconds, not 15.
+			"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=1s",
 		}}
 	return b, c.StartBridgeAgain(ctx, b)
 }

@@ -162,11 +162,22 @@ func (b *Bridge) restore(ctx context.Context, p podView) error {
 	if string(pod.UID) != p.inst.UID || !eligible(pod, b.Config.Name, time.Now()) {
 		return nil
 	}
-	if err := b.Registry.RegisterIfAbsent(ctx, p.inst); err != nil {
+	inst, err := instanceOf(pod, p.inst.CloneSet, b.Config.Port, b.Config.PortName)
+	if err != nil {
+		return nil
+	}
+	if inst.IP != p.inst.IP || inst.Port != p.inst.Port {
+		return nil // the pod moved on since it was listed; the next reconcile sees it
+	}
+	register := b.Registry.RegisterIfAbsent
+	if p.stale {
+		register = b.Registry.Register
+	}
+	if err := register(ctx, inst); err != nil {
 		return observe("restore", err)
 	}
 	reconciled.WithLabelValues(b.Config.Name, "restored").Inc()
-	b.Log.Info("registered again a pod in service whose entry was gone", "id", p.inst.ID())
+	b.Log.Info("registered again a pod in service whose entry was gone or held another address", "id", p.inst.ID(), "ip", inst.IP)
 	return observe("restore", nil)
 }
 
@@ -176,6 +187,8 @@ type podView struct {
 	inst Instance
 	// instErr says why the pod has no instance (no IP, no port).
 	instErr error
+	// stale says its entry holds another address: restore replaces it.
+	stale bool
 }
 
 // pods lists the pods of the selected CloneSets.
@@ -219,23 +232,31 @@ func (b *Bridge) pods(ctx context.Context) ([]podView, error) {
 
 // planReconcile decides, from the bridge's entries and the pods, which
 // entries to remove (no pod of that name and UID) and which pods to
-// register again (eligible, with no entry). It never removes the entry of
-// a pod that exists, whatever its state.
+// register again (eligible, with no entry or one at another address). It
+// never removes the entry of a pod that exists, whatever its state, and
+// leaves an entry at the pod's address as it is.
 func planReconcile(entries []Entry, pods []podView, operator string, now time.Time) (remove []Entry, restore []podView) {
 	byID := map[string]podView{}
 	for _, p := range pods {
 		byID[p.inst.ID()] = p
 	}
-	has := map[string]bool{}
+	has := map[string]Entry{}
 	for _, e := range entries {
-		has[e.ID] = true
+		has[e.ID] = e
 		p, ok := byID[e.ID]
 		if !ok || (e.UID != "" && e.UID != p.inst.UID) {
 			remove = append(remove, e)
 		}
 	}
 	for _, p := range pods {
-		if !has[p.inst.ID()] && p.instErr == nil && eligible(p.pod, operator, now) {
+		if p.instErr != nil || !eligible(p.pod, operator, now) {
+			continue
+		}
+		e, ok := has[p.inst.ID()]
+		if !ok {
+			restore = append(restore, p)
+		} else if e.IP != "" && e.UID == p.inst.UID && (e.IP != p.inst.IP || e.Port != p.inst.Port) {
+			p.stale = true
 			restore = append(restore, p)
 		}
 	}

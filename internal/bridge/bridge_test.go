@@ -137,3 +137,18 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+// An entry at an address the pod no longer has is written again; one at
+// the pod's address is left alone.
+func TestPlanReconcileCorrectsAddresses(t *testing.T) {
+	moved := view("moved", "u1", pub.LifecycleStateNormal, hook.Registered)
+	same := view("same", "u2", pub.LifecycleStateNormal, hook.Registered)
+	entries := []Entry{
+		{ID: "ns/web/moved", UID: "u1", IP: "10.0.0.9", Port: 80},
+		{ID: "ns/web/same", UID: "u2", IP: "10.0.0.1", Port: 80},
+	}
+	remove, restore := planReconcile(entries, []podView{moved, same}, "registry", now)
+	if len(remove) != 0 || len(restore) != 1 || restore[0].inst.Pod != "moved" || !restore[0].stale {
+		t.Fatalf("remove %v, restore %+v", remove, restore)
+	}
+}

@@ -186,7 +186,7 @@ func (e *Etcd) Entries(ctx context.Context) ([]Entry, error) {
 		}
 		var s Instance
 		_ = json.Unmarshal(kv.Value, &s)
-		out = append(out, Entry{ID: strings.TrimPrefix(string(kv.Key), e.cfg.Prefix+"/"), UID: s.UID, Version: kv.ModRevision})
+		out = append(out, Entry{ID: strings.TrimPrefix(string(kv.Key), e.cfg.Prefix+"/"), UID: s.UID, Version: kv.ModRevision, IP: s.IP, Port: s.Port})
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -63,6 +64,10 @@ type HTTPList struct {
 	BridgeField string `json:"bridgeField"`
 	IDField     string `json:"idField"`
 	UIDField    string `json:"uidField,omitempty"`
+	// IPField and PortField, if set, say where an entry holds its address,
+	// so an entry at an address its pod no longer has is corrected.
+	IPField   string `json:"ipField,omitempty"`
+	PortField string `json:"portField,omitempty"`
 }
 
 func (h *HTTPConfig) defaults() {
@@ -238,7 +243,8 @@ func (h *HTTP) Entries(ctx context.Context) ([]Entry, error) {
 			continue
 		}
 		if id := lookup(item, l.IDField); id != "" {
-			out = append(out, Entry{ID: id, UID: lookup(item, l.UIDField)})
+			port, _ := strconv.ParseInt(lookup(item, l.PortField), 10, 32)
+			out = append(out, Entry{ID: id, UID: lookup(item, l.UIDField), IP: lookup(item, l.IPField), Port: int32(port)})
 		}
 	}
 	return out, nil
@@ -347,7 +353,7 @@ func (h *HTTP) send(ctx context.Context, method, u string, headers map[string]st
 }
 
 // lookup follows a dotted path into a decoded JSON value and returns the
-// string there, or "".
+// string, or the number as a string, there, or "".
 func lookup(v any, path string) string {
 	if path == "" {
 		return ""
@@ -359,8 +365,13 @@ func lookup(v any, path string) string {
 		}
 		v = m[part]
 	}
-	s, _ := v.(string)
-	return s
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return ""
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -35,6 +35,10 @@ type Entry struct {
 	// Version is the registry's version of the entry (etcd's mod
 	// revision), for RemoveIfUnchanged.
 	Version int64
+	// IP and Port are the address the entry holds, when the registry says
+	// (etcd does): an entry whose pod's address changed is corrected.
+	IP   string
+	Port int32
 }
 
 // NewRegistry connects to the configured backend; close releases it.

@@ -298,7 +298,7 @@ func etcdWriteChecker(t *testing.T, etcd *clientv3.Client, prefix string, decode
 					violations = append(violations, fmt.Sprintf("%s: unreadable entry %q", key, ev.Kv.Value))
 					continue
 				}
-				id := inst.UID + " " + inst.Revision
+				id := inst.UID + " " + inst.Revision + " " + inst.IP
 				switch s := inst.Labels[pub.LifecycleStateKey]; {
 				case s == string(pub.LifecycleStatePreparingUpdate) || s == string(pub.LifecycleStateUpdating) || s == string(pub.LifecycleStatePreparingDelete):
 					violations = append(violations, fmt.Sprintf("%s registered while %s", key, s))
@@ -342,6 +342,8 @@ func consulUnderTest(t *testing.T) registryUnderTest {
     bridgeField: Meta.lifeline-bridge
     idField: Meta.lifeline-id
     uidField: Meta.uid
+    ipField: Address
+    portField: Port
 `, consul.Endpoint)
 		},
 		lookup: func(ctx context.Context, ns, pod string) (entry, bool, error) {
