@@ -36,7 +36,7 @@ func put(ctx context.Context, path string, body any) error {
 
 func register(ctx context.Context, e hook.Event) error { // postRegistry
 	return put(ctx, "/v1/agent/service/register", map[string]any{"ID": e.Pod.Namespace + "-" + e.Pod.Name,
-		"Name": e.CloneSet.Name, "Address": e.Pod.Status.PodIP, "Meta": map[string]string{"revision": e.Revision}})
+		"Name": e.CloneSet.Name, "Address": e.Pod.Status.PodIP, "Meta": map[string]string{"revision": e.Revision, "uid": string(e.Pod.UID)}})
 }
 
 func unregister(ctx context.Context, e hook.Event) error { // postFailOver, postUnregister

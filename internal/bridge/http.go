@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -100,7 +101,7 @@ func (h *HTTPConfig) validate(p *field.Path) field.ErrorList {
 				errs = append(errs, field.Invalid(p.Child(name), text, err.Error()))
 			}
 		}
-		for _, k := range sortedKeys(r.Headers) {
+		for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
 			if err := checkTemplate(r.Headers[k]); err != nil {
 				errs = append(errs, field.Invalid(p.Child("headers").Key(k), r.Headers[k], err.Error()))
 			}
@@ -229,7 +230,7 @@ func (h *HTTP) Entries(ctx context.Context) ([]Entry, error) {
 	var items []any
 	switch d := doc.(type) {
 	case map[string]any:
-		for _, k := range sortedKeys(d) {
+		for _, k := range slices.Sorted(maps.Keys(d)) {
 			items = append(items, d[k])
 		}
 	case []any:
@@ -372,13 +373,4 @@ func lookup(v any, path string) string {
 		return strconv.FormatFloat(x, 'f', -1, 64)
 	}
 	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -2,6 +2,7 @@ package hook
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -171,7 +172,7 @@ func due(pod *corev1.Pod, hooks *pub.Lifecycle, last *record, now time.Time) (st
 // "true", as OpenKruise's own samples flip them.
 func takeOff(hook *pub.LifecycleHook, pod *corev1.Pod) step {
 	var s step
-	for _, k := range sortedKeys(hook.LabelsHandler) {
+	for _, k := range slices.Sorted(maps.Keys(hook.LabelsHandler)) {
 		v := hook.LabelsHandler[k]
 		if got, ok := pod.Labels[k]; !ok || got != v {
 			continue

@@ -260,16 +260,8 @@ func flag(pod *corev1.Pod, name string) (corev1.PodCondition, bool) {
 }
 
 func (op *operator) send(ctx context.Context, p *podpatch.Patch) error {
-	data, err := p.Data()
-	if err != nil {
-		return err
-	}
-	target := p.Pod().DeepCopy()
-	patch := client.RawPatch(types.JSONPatchType, data)
-	if p.Status() {
-		return op.client.Status().Patch(ctx, target, patch)
-	}
-	return op.client.Patch(ctx, target, patch)
+	_, err := podpatch.Send(ctx, op.client, p)
+	return err
 }
 
 // cloneSetOf returns the CloneSet controlling pod if the operator handles

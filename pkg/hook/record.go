@@ -3,7 +3,6 @@ package hook
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,13 +62,4 @@ func LastMoment(pod *corev1.Pod, name string) (m Moment, revision string, ok boo
 func (r record) String() string {
 	data, _ := json.Marshal(r)
 	return string(data)
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

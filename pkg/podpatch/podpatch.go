@@ -7,6 +7,7 @@
 package podpatch
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Patch is one JSON patch (RFC 6902) of a pod, guarded by test
@@ -246,6 +249,31 @@ func (p *Patch) Data() ([]byte, error) {
 		appended = true
 	}
 	return json.Marshal(ops)
+}
+
+// Send applies the patch through c: to the pods/status subresource when it
+// sets conditions, else to the pod. It returns the pod as written (its new
+// resourceVersion, for expectations); a patch that changes nothing is not
+// sent and returns nil.
+func Send(ctx context.Context, c client.Client, p *Patch) (*corev1.Pod, error) {
+	if p.ChangesNothing() {
+		return nil, nil
+	}
+	data, err := p.Data()
+	if err != nil {
+		return nil, err
+	}
+	target := p.Pod().DeepCopy()
+	patch := client.RawPatch(types.JSONPatchType, data)
+	if p.Status() {
+		err = c.Status().Patch(ctx, target, patch)
+	} else {
+		err = c.Patch(ctx, target, patch)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return target, nil
 }
 
 // IsStale reports whether a write failed because the pod is no longer what

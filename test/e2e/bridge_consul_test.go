@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
@@ -44,11 +42,8 @@ func TestBridgeKeepsConsulInStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	consul, err := local.StartConsulRegistry(ctx, "registry-consul")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = local.StopProcess(consul.Name, syscall.SIGTERM) })
+	r := consulUnderTest(t, "registry-consul")
+	consul := r.registry
 
 	ns := newNamespace(t)
 	config := filepath.Join(t.TempDir(), "bridge.yaml")
@@ -86,7 +81,7 @@ http:
 		out := map[string]consulService{}
 		return out, getJSON(ctx, consul.Endpoint+"/v1/agent/services", &out)
 	}
-	checkPodsAgainstConsul(t, ns, consul.Endpoint, true)
+	watchPodsAgainst(t, ns, r, true)
 
 	cs := newCloneSet(ns, "web", 2)
 	cs.Labels = map[string]string{"registry": "consul"}
@@ -201,70 +196,6 @@ func getJSON(ctx context.Context, url string, into any) error {
 	return json.NewDecoder(resp.Body).Decode(into)
 }
 
-// checkPodsAgainstConsul is checkPodsAgainstRegistry for Consul: at each
-// pod change a registration must come before or after, it reads the
-// pod's service from the agent. preNormal says the CloneSet has a preNormal
-// hook, without which a pod is available before it can be registered
-// (seed 001; seed 002 added the hook for that).
-func checkPodsAgainstConsul(t *testing.T, ns, consul string, preNormal bool) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var violations []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			state := pod.Labels[pub.LifecycleStateKey]
-			deleted := ev.Type == watch.Deleted || pod.DeletionTimestamp != nil
-			normal := state == string(pub.LifecycleStateNormal) && podCondition(pod, corev1.PodReady) == corev1.ConditionTrue
-			if (deleted && state != string(pub.LifecycleStatePreparingDelete)) || (!deleted && !normal && state != string(pub.LifecycleStateUpdating)) {
-				continue
-			}
-			var s consulService
-			rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
-			err := getJSON(rctx, consul+"/v1/agent/service/"+ns+"-"+pod.Name, &s)
-			rcancel()
-			present := err == nil && (s.Meta["uid"] == "" || s.Meta["uid"] == string(pod.UID))
-			var v string
-			switch {
-			case deleted && present && state == string(pub.LifecycleStatePreparingDelete):
-				// The hook's deletion; one behind its back cannot wait.
-				v = "deleted while still in Consul"
-			case !deleted && state == string(pub.LifecycleStateUpdating) && present && s.Meta["revision"] != pod.Labels["controller-revision-hash"]:
-				v = "updating while still registered at " + s.Meta["revision"]
-			case !deleted && normal && !present && preNormal:
-				now, err := client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-				if err == nil && now.UID == pod.UID && now.Labels[pub.LifecycleStateKey] == state {
-					v = "available but not in Consul"
-				}
-			}
-			if v != "" {
-				mu.Lock()
-				violations = append(violations, fmt.Sprintf("%s %s (%s): %s", pod.Name, state, ev.Type, v))
-				mu.Unlock()
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, v := range violations {
-			t.Error(v)
-		}
-	})
-}
-
 // TestSeed001OperatorExample runs examples/registry-operator, the SDK's
 // 59-line version of seed 001's operator, on seed 001's CloneSet (its
 // inPlaceUpdate and preDelete labels, no preNormal hook) with a real Consul
@@ -289,18 +220,15 @@ func seed001(t *testing.T, name, operator string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	consul, err := local.StartConsulRegistry(ctx, "registry-consul-"+name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = local.StopProcess(consul.Name, syscall.SIGTERM) })
+	r := consulUnderTest(t, "registry-consul-"+name)
+	consul := r.registry
 	if err := local.StartHookOperator(ctx, root, local.Dir, name, operator, "--consul="+consul.Endpoint); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = local.StopProcess(name, syscall.SIGTERM) })
 
 	ns := newNamespace(t)
-	checkPodsAgainstConsul(t, ns, consul.Endpoint, false)
+	watchPodsAgainst(t, ns, r, false)
 	const inplace, del = "example.com/unready-blocker-inplace", "example.com/unready-blocker-delete"
 	cs := newCloneSet(ns, "cloneset-lifecycle-demo", 2)
 	cs.Spec.Lifecycle = &pub.Lifecycle{

@@ -13,12 +13,10 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
@@ -47,18 +45,9 @@ func TestBridgeKeepsAnEtcdRegistryInStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	registry, err := local.StartEtcdRegistry(ctx, "registry-etcd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = local.StopProcess(registry.Name, syscall.SIGTERM) })
-	// Its logger stays quiet about the outage the test makes on purpose.
-	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{registry.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { etcd.Close() })
-
+	r := etcdUnderTest(t, "registry-etcd")
+	etcd := r.etcd
+	registry := r.registry
 	ns := newNamespace(t)
 	config := filepath.Join(t.TempDir(), "bridge.yaml")
 	if err := os.WriteFile(config, []byte(fmt.Sprintf(`
@@ -79,7 +68,7 @@ etcd: {endpoints: [%q], prefix: /services, ttl: 5s}
 	t.Cleanup(func() { _ = local.StopProcess(b.Name, syscall.SIGTERM) })
 
 	reg := watchRegistry(t, etcd, "/services/")
-	checkPodsAgainstRegistry(t, ns, etcd)
+	watchPodsAgainst(t, ns, r, true)
 
 	cs := newCloneSet(ns, "web", 3)
 	cs.Labels = map[string]string{"registry": "enabled"}
@@ -232,99 +221,6 @@ func waitEntries(t *testing.T, etcd *clientv3.Client, cs *appsv1alpha1.CloneSet,
 		}
 		return len(got) == len(pods), fmt.Sprintf("%d entries for %d pods", len(got), len(pods)), nil
 	})
-}
-
-// checkPodsAgainstRegistry watches the pods of ns and, at each change that
-// a registration must come before or after, reads the registry: a pod is
-// registered by the time it is Normal (available), unregistered by the time
-// it is updated (Updating) and by the time it is deleted. A write the
-// bridge made in the wrong order shows up as a read the other way.
-func checkPodsAgainstRegistry(t *testing.T, ns string, etcd *clientv3.Client) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var violations []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			state := pod.Labels[pub.LifecycleStateKey]
-			var want string
-			switch {
-			case ev.Type == watch.Deleted || pod.DeletionTimestamp != nil:
-				if state != string(pub.LifecycleStatePreparingDelete) {
-					continue // deleted behind the hooks' back: it cannot wait
-				}
-				want = "absent"
-			case state == string(pub.LifecycleStateUpdating):
-				want = "absent"
-			case state == string(pub.LifecycleStateNormal) && podCondition(pod, corev1.PodReady) == corev1.ConditionTrue:
-				want = "present"
-			default:
-				continue
-			}
-			if v := registryCheck(ctx, etcd, ns, pod, want); v != "" {
-				mu.Lock()
-				violations = append(violations, fmt.Sprintf("%s %s (%s): %s", pod.Name, state, ev.Type, v))
-				mu.Unlock()
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, v := range violations {
-			t.Error(v)
-		}
-	})
-}
-
-// registryCheck reads the pod's entry and says what is wrong with it, if
-// anything: want "present" for a pod Normal and Ready, "absent" for one
-// updating (no entry of its old revision) or deleted (no entry of it). An
-// entry that moved on with the pod (registered again after its update, say)
-// is not wrong; nor is a read the registry cannot answer (the outage).
-func registryCheck(ctx context.Context, etcd *clientv3.Client, ns string, pod *corev1.Pod, want string) string {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	resp, err := etcd.Get(ctx, entryKey(ns, pod.Name))
-	if err != nil {
-		return ""
-	}
-	var inst *bridge.Instance
-	if len(resp.Kvs) == 1 {
-		inst = &bridge.Instance{}
-		if err := json.Unmarshal(resp.Kvs[0].Value, inst); err != nil {
-			return err.Error()
-		}
-	}
-	switch {
-	case want == "present" && inst == nil:
-		// Unless the pod has moved on since (held for an update or a
-		// deletion, and unregistered for it).
-		now, err := client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err == nil && now.UID == pod.UID && now.Labels[pub.LifecycleStateKey] == pod.Labels[pub.LifecycleStateKey] {
-			return "available but not in the registry"
-		}
-	case want == "absent" && inst != nil && inst.UID == string(pod.UID):
-		if pod.DeletionTimestamp != nil || pod.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateUpdating) {
-			return "deleted while still in the registry"
-		}
-		if inst.Revision != pod.Labels["controller-revision-hash"] {
-			return fmt.Sprintf("updating to %s while still registered at %s", pod.Labels["controller-revision-hash"], inst.Revision)
-		}
-	}
-	return ""
 }
 
 // registryLog is what a watch of the registry saw.

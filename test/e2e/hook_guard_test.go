@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,16 +32,8 @@ func TestHookGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	registry, err := local.StartEtcdRegistry(ctx, "registry-etcd-guard")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = local.StopProcess(registry.Name, syscall.SIGTERM) })
-	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{registry.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { etcd.Close() })
+	r := etcdUnderTest(t, "registry-etcd-guard")
+	etcd, registry := r.etcd, r.registry
 	ns := newNamespace(t)
 	config := filepath.Join(t.TempDir(), "bridge.yaml")
 	if err := os.WriteFile(config, []byte(fmt.Sprintf("name: guard\nnamespace: %s\nport: 8080\netcd: {endpoints: [%q], prefix: /services}\n", ns, registry.Endpoint)), 0o644); err != nil {
@@ -55,7 +45,7 @@ func TestHookGuard(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = local.StopProcess(b.Name, syscall.SIGTERM) })
 	reg := watchRegistry(t, etcd, "/services/")
-	checkPodsAgainstRegistry(t, ns, etcd)
+	watchPodsAgainst(t, ns, r, true)
 
 	cs := newCloneSet(ns, "web", 2)
 	cs.Annotations = map[string]string{appsv1alpha1.GuardHooksAnnotation: "true"}

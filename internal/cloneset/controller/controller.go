@@ -626,20 +626,7 @@ func (r *Reconciler) recordWrite(cs *appsv1alpha1.CloneSet, a planner.Action, no
 // applyPatch sends p to the pod, or to its status subresource when it sets
 // conditions, and expects the cache to show the result.
 func (r *Reconciler) applyPatch(ctx context.Context, owner types.NamespacedName, p *podpatch.Patch) error {
-	if p.ChangesNothing() {
-		return nil
-	}
-	data, err := p.Data()
-	if err != nil {
-		return err
-	}
-	target := p.Pod().DeepCopy()
-	patch := client.RawPatch(types.JSONPatchType, data)
-	if p.Status() {
-		err = r.Status().Patch(ctx, target, patch)
-	} else {
-		err = r.Patch(ctx, target, patch)
-	}
+	written, err := podpatch.Send(ctx, r.Client, p)
 	if err != nil {
 		if podpatch.IsStale(err) {
 			stalePatches.WithLabelValues(owner.Namespace, owner.Name).Inc()
@@ -647,7 +634,9 @@ func (r *Reconciler) applyPatch(ctx context.Context, owner types.NamespacedName,
 		}
 		return fmt.Errorf("patching pod %s: %w", p.Pod().Name, err)
 	}
-	r.expectations.ExpectChanged(owner, p.Pod().Name, p.Pod().ResourceVersion, target.ResourceVersion, r.Clock.Now())
+	if written != nil {
+		r.expectations.ExpectChanged(owner, p.Pod().Name, p.Pod().ResourceVersion, written.ResourceVersion, r.Clock.Now())
+	}
 	return nil
 }
 

@@ -1,7 +1,8 @@
 package controller
 
 import (
-	"sort"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -16,13 +17,13 @@ import (
 // patch.
 func render(pod *corev1.Pod, w planner.PodWrite) *podpatch.Patch {
 	p := podpatch.New(pod, true)
-	for _, k := range sortedKeys(w.ExpectAnnotations) {
+	for _, k := range slices.Sorted(maps.Keys(w.ExpectAnnotations)) {
 		p.Test(podpatch.Pointer("metadata", "annotations", k), w.ExpectAnnotations[k])
 	}
 	if len(w.Labels) > 0 || len(w.RemoveLabels) > 0 {
 		p.SetLabels(w.Labels, w.RemoveLabels...)
 	}
-	for _, k := range sortedKeys(w.Annotations) {
+	for _, k := range slices.Sorted(maps.Keys(w.Annotations)) {
 		p.SetAnnotation(k, w.Annotations[k])
 	}
 	for _, k := range w.RemoveAnnotations {
@@ -40,13 +41,4 @@ func render(pod *corev1.Pod, w planner.PodWrite) *podpatch.Patch {
 		p.SetCondition(c)
 	}
 	return p
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
