@@ -47,29 +47,8 @@ func TestBridgeKeepsConsulInStep(t *testing.T) {
 
 	ns := newNamespace(t)
 	config := filepath.Join(t.TempDir(), "bridge.yaml")
-	if err := os.WriteFile(config, []byte(fmt.Sprintf(`
-name: consul
-cloneSets: {matchLabels: {registry: consul}}
-namespace: %[1]s
-port: 8080
-resync: 2s
-http:
-  register:
-    url: %[2]s/v1/agent/service/register
-    headers: {Content-Type: application/json}
-    body: >-
-      {"ID": "{{.Namespace}}-{{.Pod}}", "Name": "{{.CloneSet}}", "Address": "{{.IP}}", "Port": {{.Port}},
-      "Meta": {"lifeline-bridge": "{{.Bridge}}", "lifeline-id": "{{.ID}}", "uid": "{{.UID}}", "revision": "{{.Revision}}"}}
-  unregister:
-    url: %[2]s/v1/agent/service/deregister/{{.Namespace}}-{{.Pod}}
-  list:
-    url: %[2]s/v1/agent/services
-    bridgeField: Meta.lifeline-bridge
-    idField: Meta.lifeline-id
-    uidField: Meta.uid
-    ipField: Address
-    portField: Port
-`, ns, consul.Endpoint)), 0o644); err != nil {
+	if err := os.WriteFile(config, []byte("name: consul\ncloneSets: {matchLabels: {registry: consul}}\nnamespace: "+ns+
+		"\nport: 8080\nresync: 2s\n"+r.backend(ns)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	b, err := local.StartBridge(ctx, cluster.BridgeOptions{Root: root, Dir: local.Dir, Config: config, Name: "lifeline-bridge-consul"})
@@ -85,11 +64,7 @@ http:
 
 	cs := newCloneSet(ns, "web", 2)
 	cs.Labels = map[string]string{"registry": "consul"}
-	hooked := &pub.LifecycleHook{LabelsHandler: map[string]string{registered: "true"}}
-	cs.Spec.Lifecycle = &pub.Lifecycle{PreNormal: hooked, InPlaceUpdate: hooked, PreDelete: hooked}
-	cs.Spec.Template.Labels[registered] = "false"
-	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	withRegistryHooks(cs)
 	createCloneSet(t, cs)
 	waitCloneSet(t, cs, "2 pods registered and available", settled(2))
 	// waitServices waits until the CloneSet has replicas pods, Normal and

@@ -88,11 +88,7 @@ func bridgeRollout(t *testing.T, backend string, r registryUnderTest) {
 	}
 
 	cs := newCloneSet(ns, "web", 4)
-	hooked := &pub.LifecycleHook{LabelsHandler: map[string]string{registered: "true"}}
-	cs.Spec.Lifecycle = &pub.Lifecycle{PreNormal: hooked, InPlaceUpdate: hooked, PreDelete: hooked}
-	cs.Spec.Template.Labels[registered] = "false"
-	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	withRegistryHooks(cs)
 	createCloneSet(t, cs)
 	waitRegistry(t, r, cs, 4, "scale-up")
 
@@ -122,6 +118,17 @@ func bridgeRollout(t *testing.T, backend string, r registryUnderTest) {
 			t.Error(v)
 		}
 	}
+}
+
+// withRegistryHooks gives cs the seeds' hooks, all on the label
+// registered ("false" on new pods): preNormal, inPlaceUpdate and preDelete;
+// and an in-place strategy, one pod at a time.
+func withRegistryHooks(cs *appsv1alpha1.CloneSet) {
+	hooked := &pub.LifecycleHook{LabelsHandler: map[string]string{registered: "true"}}
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreNormal: hooked, InPlaceUpdate: hooked, PreDelete: hooked}
+	cs.Spec.Template.Labels[registered] = "false"
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
 }
 
 // waitRegistry waits until the rollout step is done (replicas pods, all

@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
@@ -72,11 +71,7 @@ etcd: {endpoints: [%q], prefix: /services, ttl: 5s}
 
 	cs := newCloneSet(ns, "web", 3)
 	cs.Labels = map[string]string{"registry": "enabled"}
-	hooked := &pub.LifecycleHook{LabelsHandler: map[string]string{registered: "true"}}
-	cs.Spec.Lifecycle = &pub.Lifecycle{PreNormal: hooked, InPlaceUpdate: hooked, PreDelete: hooked}
-	cs.Spec.Template.Labels[registered] = "false"
-	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	withRegistryHooks(cs)
 	createCloneSet(t, cs)
 	waitCloneSet(t, cs, "3 pods registered and available", settled(3))
 	waitEntries(t, etcd, cs, 3)
