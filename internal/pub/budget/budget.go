@@ -1,0 +1,245 @@
+// Package budget holds the arithmetic of a PodUnavailableBudget, pure: how
+// many of its pods must stay available, which it counts as available now,
+// how many more may go, and whether one disruption is admitted. The
+// controller computes the status with it and the pod admission decides
+// with it, so both count the same way (OpenKruise v1.9's rules, reference
+// Part A).
+package budget
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
+)
+
+const (
+	// DeletionTimeout is how long a pod admitted for deletion or eviction
+	// counts as disrupted while the controller has not seen it go.
+	DeletionTimeout = 20 * time.Second
+	// UpdateTimeout is how long a pod admitted for an update counts as
+	// unavailable before its readiness decides again.
+	UpdateTimeout = 10 * time.Second
+	// MaxRecords bounds disruptedPods plus unavailablePods: beyond it the
+	// controller is too far behind to admit more.
+	MaxRecords = 2000
+)
+
+// DesiredAvailable is how many of expected pods must stay available:
+// expected minus maxUnavailable (a percent rounded up), or minAvailable (a
+// percent rounded up; an integer is not clamped to expected, as in
+// OpenKruise, so a minAvailable above the replicas allows nothing).
+func DesiredAvailable(spec policyv1alpha1.PodUnavailableBudgetSpec, expected int32) (int32, error) {
+	if expected < 0 {
+		expected = 0
+	}
+	switch {
+	case spec.MaxUnavailable != nil:
+		maxUnavailable, err := intstr.GetScaledValueFromIntOrPercent(spec.MaxUnavailable, int(expected), true)
+		if err != nil {
+			return 0, fmt.Errorf("maxUnavailable: %w", err)
+		}
+		return max(0, expected-clampInt32(maxUnavailable)), nil
+	case spec.MinAvailable != nil:
+		if spec.MinAvailable.Type == intstr.Int {
+			return spec.MinAvailable.IntVal, nil
+		}
+		minAvailable, err := intstr.GetScaledValueFromIntOrPercent(spec.MinAvailable, int(expected), true)
+		if err != nil {
+			return 0, fmt.Errorf("minAvailable: %w", err)
+		}
+		return clampInt32(minAvailable), nil
+	}
+	return 0, nil
+}
+
+func clampInt32(v int) int32 {
+	if v > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int32(v)
+}
+
+// Ready is a pod that counts towards a budget: running, Ready, not being
+// deleted, without an unavailable-pod.kruise.io/ label, and with no
+// in-place update under way (OpenKruise's "ready and state-consistent").
+// A pod that is not is already unavailable: disrupting it costs nothing.
+func Ready(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for k := range pod.Labels {
+		if strings.HasPrefix(k, policyv1alpha1.PodUnavailableLabelPrefix) {
+			return false
+		}
+	}
+	ready := false
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	return ready && podfacts.Grace(pod) == nil && (podfacts.InPlaceUpdateState(pod) == nil || podfacts.InPlaceUpdateDone(pod))
+}
+
+// Snapshot is what a budget's status is computed from.
+type Snapshot struct {
+	Spec       policyv1alpha1.PodUnavailableBudgetSpec
+	Generation int64
+	// Status is the stored status, whose records of admitted disruptions
+	// carry over while they last.
+	Status policyv1alpha1.PodUnavailableBudgetStatus
+	// Pods are the budget's active pods: not finished, not being deleted.
+	Pods []*corev1.Pod
+	// Expected is how many pods the budget expects (its workloads'
+	// replicas, or the protect-total-replicas override).
+	Expected int32
+	Now      time.Time
+}
+
+// Computed is a budget's new status, and what the controller should do
+// about it.
+type Computed struct {
+	Status policyv1alpha1.PodUnavailableBudgetStatus
+	// NotDeleted are pods admitted for deletion that are still there once
+	// their record expired (a Warning event each, as OpenKruise).
+	NotDeleted []string
+	// RecheckAfter is when the first record left expires, or 0.
+	RecheckAfter time.Duration
+}
+
+// Status computes a budget's status: records of admitted disruptions kept
+// while they last and their pods exist, available pods counted among the
+// rest, and unavailableAllowed what is left above desiredAvailable.
+func Status(s Snapshot) (Computed, error) {
+	desired, err := DesiredAvailable(s.Spec, s.Expected)
+	if err != nil {
+		return Computed{}, err
+	}
+	exists := map[string]*corev1.Pod{}
+	for _, pod := range s.Pods {
+		exists[pod.Name] = pod
+	}
+	var c Computed
+	var recheck time.Time
+	keep := func(records map[string]metav1.Time, timeout time.Duration, expired func(string)) map[string]metav1.Time {
+		out := map[string]metav1.Time{}
+		for name, at := range records {
+			if _, ok := exists[name]; !ok {
+				continue
+			}
+			until := at.Add(timeout)
+			if !until.After(s.Now) {
+				expired(name)
+				continue
+			}
+			out[name] = at
+			if recheck.IsZero() || until.Before(recheck) {
+				recheck = until
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	}
+	disrupted := keep(s.Status.DisruptedPods, DeletionTimeout, func(name string) { c.NotDeleted = append(c.NotDeleted, name) })
+	unavailable := keep(s.Status.UnavailablePods, UpdateTimeout, func(string) {})
+	var available int32
+	for _, pod := range s.Pods {
+		_, d := disrupted[pod.Name]
+		_, u := unavailable[pod.Name]
+		if !d && !u && Ready(pod) {
+			available++
+		}
+	}
+	c.Status = policyv1alpha1.PodUnavailableBudgetStatus{
+		ObservedGeneration: s.Generation,
+		DisruptedPods:      disrupted, UnavailablePods: unavailable,
+		DesiredAvailable: desired, CurrentAvailable: available,
+		UnavailableAllowed: max(0, available-desired),
+		TotalReplicas:      max(0, s.Expected),
+	}
+	if !recheck.IsZero() {
+		c.RecheckAfter = recheck.Sub(s.Now)
+	}
+	return c, nil
+}
+
+// Protects reports whether a budget with these annotations guards op:
+// the kruise.io/pub-protect-operations list, or DELETE, UPDATE and EVICT
+// when it is absent or empty. RESIZE is guarded only when listed
+// (OpenKruise v1.9 with in-place vertical scaling on).
+func Protects(annotations map[string]string, op policyv1alpha1.PubOperation) bool {
+	list := annotations[policyv1alpha1.PubProtectOperationAnnotation]
+	if list == "" {
+		return op == policyv1alpha1.PubDeleteOperation || op == policyv1alpha1.PubUpdateOperation || op == policyv1alpha1.PubEvictOperation
+	}
+	for _, item := range strings.Split(list, ",") {
+		if policyv1alpha1.PubOperation(strings.TrimSpace(item)) == op {
+			return true
+		}
+	}
+	return false
+}
+
+// Decision is the answer to one disruption.
+type Decision struct {
+	Allowed bool
+	// Reason says why it is refused, naming the budget and its numbers,
+	// or why it is let through without consuming the budget.
+	Reason string
+	// Status, when the disruption consumes the budget, is the status to
+	// write (optimistically, on the version read) before answering.
+	Status *policyv1alpha1.PodUnavailableBudgetStatus
+}
+
+// Admit decides whether pod may be disrupted by op under the budget pub,
+// and how the status records it. A pod that is already unavailable, or
+// already recorded, costs nothing; otherwise one unit of
+// unavailableAllowed is taken and the pod recorded (UPDATE in
+// unavailablePods, anything else in disruptedPods).
+func Admit(pub *policyv1alpha1.PodUnavailableBudget, pod *corev1.Pod, op policyv1alpha1.PubOperation, now time.Time) Decision {
+	st := pub.Status
+	switch {
+	case pod.Annotations[policyv1alpha1.PodPubNoProtectionAnnotation] == "true":
+		return Decision{Allowed: true, Reason: "the pod opts out of budgets"}
+	case !Ready(pod):
+		return Decision{Allowed: true, Reason: "the pod is already unavailable"}
+	case st.DesiredAvailable == 0:
+		return Decision{Allowed: true, Reason: "the budget requires no pod available"}
+	case !Protects(pub.Annotations, op):
+		return Decision{Allowed: true, Reason: fmt.Sprintf("the budget does not guard %s", op)}
+	}
+	if _, ok := st.DisruptedPods[pod.Name]; ok {
+		return Decision{Allowed: true, Reason: "the pod's disruption was already admitted"}
+	}
+	if _, ok := st.UnavailablePods[pod.Name]; ok {
+		return Decision{Allowed: true, Reason: "the pod's disruption was already admitted"}
+	}
+	if st.UnavailableAllowed <= 0 {
+		return Decision{Reason: fmt.Sprintf("PodUnavailableBudget %s allows no more unavailable pods: %d available, %d desired, %d total",
+			pub.Name, st.CurrentAvailable, st.DesiredAvailable, st.TotalReplicas)}
+	}
+	if len(st.DisruptedPods)+len(st.UnavailablePods) > MaxRecords {
+		return Decision{Reason: fmt.Sprintf("PodUnavailableBudget %s has too many disruptions its controller has not confirmed yet", pub.Name)}
+	}
+	next := st.DeepCopy()
+	next.UnavailableAllowed--
+	record := &next.DisruptedPods
+	if op == policyv1alpha1.PubUpdateOperation {
+		record = &next.UnavailablePods
+	}
+	if *record == nil {
+		*record = map[string]metav1.Time{}
+	}
+	(*record)[pod.Name] = metav1.NewTime(now)
+	return Decision{Allowed: true, Reason: fmt.Sprintf("admitted by PodUnavailableBudget %s", pub.Name), Status: next}
+}
