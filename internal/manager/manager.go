@@ -27,6 +27,7 @@ import (
 	clonesetcontroller "github.com/lifeline-k8s/lifeline/internal/cloneset/controller"
 	clonesetwebhook "github.com/lifeline-k8s/lifeline/internal/cloneset/webhook"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
+	pubwebhook "github.com/lifeline-k8s/lifeline/internal/pub/webhook"
 )
 
 // Options configure the controllers.
@@ -74,6 +75,7 @@ func SetupWebhooks(mgr ctrl.Manager, self string) {
 	server := mgr.GetWebhookServer()
 	decoder := admission.NewDecoder(mgr.GetScheme())
 	clonesetwebhook.Register(server, decoder, mgr.GetClient())
+	pubwebhook.Register(server, decoder, mgr.GetClient())
 
 	// Pod admission: features register in the order they run.
 	mutating, validating := &podadmission.Mutating{}, &podadmission.Validating{}
