@@ -27,6 +27,7 @@ import (
 	clonesetcontroller "github.com/lifeline-k8s/lifeline/internal/cloneset/controller"
 	clonesetwebhook "github.com/lifeline-k8s/lifeline/internal/cloneset/webhook"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
+	pubcontroller "github.com/lifeline-k8s/lifeline/internal/pub/controller"
 	pubwebhook "github.com/lifeline-k8s/lifeline/internal/pub/webhook"
 )
 
@@ -64,7 +65,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			RecreateOnClaimTemplateChange: o.CloneSetRecreateOnVCTChange,
 		},
 	}
-	return cs.SetupWithManager(ctx, mgr)
+	if err := cs.SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	pub := &pubcontroller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("podunavailablebudget-controller")}
+	return pub.SetupWithManager(mgr)
 }
 
 // SetupWebhooks starts the webhook server with every Lifeline webhook. Call it

@@ -1,0 +1,252 @@
+// Package controller keeps each PodUnavailableBudget's status: it finds
+// the budget's pods and how many it expects, through the scale subresource
+// of the workloads involved (so any workload that declares one is covered,
+// custom ones included), and writes the status internal/pub/budget
+// computes.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/scale"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/pub/budget"
+)
+
+// resync bounds how long a budget goes unchecked: a workload's replicas
+// can change without any event on the budget or its pods.
+const resync = 30 * time.Second
+
+// +kubebuilder:rbac:groups=policy.kruise.io,resources=podunavailablebudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.kruise.io,resources=podunavailablebudgets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=*,resources=*/scale,verbs=get
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch
+
+// Reconciler writes PodUnavailableBudget status.
+type Reconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	Clock    clock.Clock
+	// Scales reads workloads' scale subresources; Mapper maps their kinds
+	// to resources.
+	Scales scale.ScalesGetter
+	Mapper meta.RESTMapper
+}
+
+// SetupWithManager registers the controller: budgets, and their pods'
+// changes, which requeue every budget of the pod's namespace.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Scales == nil {
+		dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+		if err != nil {
+			return err
+		}
+		r.Mapper = mgr.GetRESTMapper()
+		if r.Scales, err = scale.NewForConfig(mgr.GetConfig(), r.Mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(dc)); err != nil {
+			return err
+		}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&policyv1alpha1.PodUnavailableBudget{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf)).
+		Named("podunavailablebudget").
+		Complete(r)
+}
+
+// budgetsOf maps a pod to the budgets of its namespace.
+func (r *Reconciler) budgetsOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &policyv1alpha1.PodUnavailableBudgetList{}
+	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, b := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}})
+	}
+	return out
+}
+
+// Reconcile recomputes one budget's status and writes it if it changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pub := &policyv1alpha1.PodUnavailableBudget{}
+	if err := r.Get(ctx, req.NamespacedName, pub); err != nil || pub.DeletionTimestamp != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	pods, expected, err := r.podsOf(ctx, pub)
+	if err != nil {
+		r.Recorder.Eventf(pub, nil, corev1.EventTypeWarning, "CalculateExpectedPodCountFailed", "Reconcile", "Failed to calculate the number of expected pods: %v", err)
+		return reconcile.Result{}, err
+	}
+	if len(pods) == 0 {
+		r.Recorder.Eventf(pub, nil, corev1.EventTypeNormal, "NoPods", "Reconcile", "No matching pods found")
+	}
+	computed, err := budget.Status(budget.Snapshot{Spec: pub.Spec, Generation: pub.Generation, Status: pub.Status, Pods: pods, Expected: expected, Now: r.Clock.Now()})
+	if err != nil {
+		r.Recorder.Eventf(pub, nil, corev1.EventTypeWarning, "CalculateExpectedPodCountFailed", "Reconcile", "Failed to calculate the number of expected pods: %v", err)
+		return reconcile.Result{}, err
+	}
+	for _, name := range computed.NotDeleted {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pub.Namespace, Name: name}}
+		r.Recorder.Eventf(pod, pub, corev1.EventTypeWarning, "NotDeleted", "Reconcile", "Pod was expected by PUB %s/%s to be deleted but it wasn't", pub.Namespace, pub.Name)
+	}
+	if !apiequality.Semantic.DeepEqual(pub.Status, computed.Status) {
+		updated := pub.DeepCopy()
+		updated.Status = computed.Status
+		// Conditional on the version read: an admission that took budget
+		// meanwhile wins, and this status is computed again.
+		if err := r.Status().Update(ctx, updated); err != nil {
+			if apierrors.IsConflict(err) {
+				return reconcile.Result{Requeue: true}, nil
+			}
+			return reconcile.Result{}, err
+		}
+	}
+	after := resync
+	if computed.RecheckAfter > 0 && computed.RecheckAfter < after {
+		after = computed.RecheckAfter
+	}
+	return reconcile.Result{RequeueAfter: after}, nil
+}
+
+// podsOf returns the budget's active pods and how many it expects: the
+// target's scale (replicas and selector read through its scale
+// subresource), or, for a selector, the scales of the distinct workloads
+// controlling the selected pods; pub.kruise.io/protect-total-replicas
+// overrides the count either way.
+func (r *Reconciler) podsOf(ctx context.Context, pub *policyv1alpha1.PodUnavailableBudget) ([]*corev1.Pod, int32, error) {
+	var selector labels.Selector
+	var expected int32
+	if t := pub.Spec.TargetReference; t != nil {
+		gv, err := schema.ParseGroupVersion(t.APIVersion)
+		if err != nil {
+			return nil, 0, err
+		}
+		s, err := r.scaleOf(ctx, gv.WithKind(t.Kind).GroupKind(), pub.Namespace, t.Name)
+		if err != nil || s == nil {
+			return nil, 0, err
+		}
+		if selector, err = labels.Parse(s.Status.Selector); err != nil {
+			return nil, 0, fmt.Errorf("the scale selector of %s %s: %w", t.Kind, t.Name, err)
+		}
+		expected = s.Spec.Replicas
+	} else if pub.Spec.Selector != nil {
+		var err error
+		if selector, err = metav1.LabelSelectorAsSelector(pub.Spec.Selector); err != nil {
+			return nil, 0, err
+		}
+	}
+	if selector == nil || selector.Empty() {
+		return nil, 0, nil
+	}
+	list := &corev1.PodList{}
+	if err := r.List(ctx, list, client.InNamespace(pub.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, 0, err
+	}
+	var pods []*corev1.Pod
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			pods = append(pods, p)
+		}
+	}
+	if pub.Spec.TargetReference == nil {
+		var err error
+		if expected, err = r.expectedFor(ctx, pub.Namespace, pods); err != nil {
+			return nil, 0, err
+		}
+	}
+	if v, ok := pub.Annotations[policyv1alpha1.PubProtectTotalReplicasAnnotation]; ok {
+		if n, err := strconv.ParseInt(v, 10, 32); err == nil {
+			expected = int32(n)
+		}
+	}
+	return pods, expected, nil
+}
+
+// expectedFor sums the replicas of the distinct workloads controlling the
+// pods (a ReplicaSet of a Deployment counts as its Deployment). Pods
+// without a workload count nothing: protect-total-replicas covers them.
+func (r *Reconciler) expectedFor(ctx context.Context, namespace string, pods []*corev1.Pod) (int32, error) {
+	seen := map[types.UID]bool{}
+	var total int32
+	for _, pod := range pods {
+		ref := metav1.GetControllerOf(pod)
+		if ref == nil {
+			continue
+		}
+		top, err := r.topOwner(ctx, namespace, *ref)
+		if err != nil {
+			return 0, err
+		}
+		if seen[top.UID] {
+			continue
+		}
+		seen[top.UID] = true
+		gv, err := schema.ParseGroupVersion(top.APIVersion)
+		if err != nil {
+			return 0, err
+		}
+		s, err := r.scaleOf(ctx, gv.WithKind(top.Kind).GroupKind(), namespace, top.Name)
+		if err != nil {
+			return 0, err
+		}
+		if s != nil {
+			total += s.Spec.Replicas
+		}
+	}
+	return total, nil
+}
+
+// topOwner follows a ReplicaSet up to the Deployment controlling it.
+func (r *Reconciler) topOwner(ctx context.Context, namespace string, ref metav1.OwnerReference) (metav1.OwnerReference, error) {
+	if ref.Kind != "ReplicaSet" {
+		return ref, nil
+	}
+	rs := &metav1.PartialObjectMetadata{}
+	rs.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"})
+	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, rs); err != nil {
+		return ref, client.IgnoreNotFound(err)
+	}
+	if up := metav1.GetControllerOf(rs); up != nil && up.Kind == "Deployment" {
+		return *up, nil
+	}
+	return ref, nil
+}
+
+// scaleOf reads a workload's scale subresource; nil when the workload is
+// gone or has none.
+func (r *Reconciler) scaleOf(ctx context.Context, gk schema.GroupKind, namespace, name string) (*autoscalingv1.Scale, error) {
+	mapping, err := r.Mapper.RESTMapping(gk)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", gk, err)
+	}
+	s, err := r.Scales.Scales(namespace).Get(ctx, mapping.Resource.GroupResource(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return s, err
+}
