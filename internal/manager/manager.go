@@ -27,6 +27,7 @@ import (
 	clonesetcontroller "github.com/lifeline-k8s/lifeline/internal/cloneset/controller"
 	clonesetwebhook "github.com/lifeline-k8s/lifeline/internal/cloneset/webhook"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
+	pubadmission "github.com/lifeline-k8s/lifeline/internal/pub/admission"
 	pubcontroller "github.com/lifeline-k8s/lifeline/internal/pub/controller"
 	pubwebhook "github.com/lifeline-k8s/lifeline/internal/pub/webhook"
 )
@@ -85,6 +86,11 @@ func SetupWebhooks(mgr ctrl.Manager, self string) {
 	// Pod admission: features register in the order they run.
 	mutating, validating := &podadmission.Mutating{}, &podadmission.Validating{}
 	mutating.Register("cloneset-normal-in-bind", clonesetwebhook.NewBindingMutator(decoder, mgr.GetClient(), mgr.GetAPIReader()), clonesetwebhook.BindingTarget)
+	// The budget first: a disruption it refuses must not be redirected.
+	validating.Register("podunavailablebudget", &pubadmission.Guard{
+		Cache: mgr.GetClient(), Live: mgr.GetAPIReader(), Writer: mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("podunavailablebudget"), Now: time.Now,
+	}, pubadmission.Targets...)
 	validating.Register("cloneset-hook-guard", &clonesetwebhook.HookGuard{
 		Cache: mgr.GetClient(), Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("cloneset-hook-guard"),
 		Exempt: map[string]bool{self: true, clonesetwebhook.GarbageCollector: true},

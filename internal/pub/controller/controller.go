@@ -32,6 +32,7 @@ import (
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/pub/budget"
+	"github.com/lifeline-k8s/lifeline/internal/pub/workload"
 )
 
 // resync bounds how long a budget goes unchecked: a workload's replicas
@@ -41,7 +42,6 @@ const resync = 30 * time.Second
 // +kubebuilder:rbac:groups=policy.kruise.io,resources=podunavailablebudgets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy.kruise.io,resources=podunavailablebudgets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=*,resources=*/scale,verbs=get
-// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch
 
 // Reconciler writes PodUnavailableBudget status.
 type Reconciler struct {
@@ -198,7 +198,7 @@ func (r *Reconciler) expectedFor(ctx context.Context, namespace string, pods []*
 		if ref == nil {
 			continue
 		}
-		top, err := r.topOwner(ctx, namespace, *ref)
+		top, err := workload.Top(ctx, r.Client, namespace, *ref)
 		if err != nil {
 			return 0, err
 		}
@@ -219,22 +219,6 @@ func (r *Reconciler) expectedFor(ctx context.Context, namespace string, pods []*
 		}
 	}
 	return total, nil
-}
-
-// topOwner follows a ReplicaSet up to the Deployment controlling it.
-func (r *Reconciler) topOwner(ctx context.Context, namespace string, ref metav1.OwnerReference) (metav1.OwnerReference, error) {
-	if ref.Kind != "ReplicaSet" {
-		return ref, nil
-	}
-	rs := &metav1.PartialObjectMetadata{}
-	rs.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"})
-	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, rs); err != nil {
-		return ref, client.IgnoreNotFound(err)
-	}
-	if up := metav1.GetControllerOf(rs); up != nil && up.Kind == "Deployment" {
-		return *up, nil
-	}
-	return ref, nil
 }
 
 // scaleOf reads a workload's scale subresource; nil when the workload is

@@ -46,7 +46,10 @@ func TestValidate(t *testing.T) {
 			[]string{"no maxUnavailable or minAvailable defined"}},
 		{"both numbers", budget("a", func(b *policyv1alpha1.PodUnavailableBudget) { v := intstr.FromInt32(1); b.Spec.MinAvailable = &v }),
 			[]string{"maxUnavailable and minAvailable are mutually exclusive"}},
-		{"over 100%", budget("a", func(b *policyv1alpha1.PodUnavailableBudget) { v := intstr.FromString("120%"); b.Spec.MaxUnavailable = &v }),
+		{"over 100%", budget("a", func(b *policyv1alpha1.PodUnavailableBudget) {
+			v := intstr.FromString("120%")
+			b.Spec.MaxUnavailable = &v
+		}),
 			[]string{"must not be greater than 100%"}},
 		{"negative", budget("a", func(b *policyv1alpha1.PodUnavailableBudget) { v := intstr.FromInt32(-1); b.Spec.MaxUnavailable = &v }),
 			[]string{"must be greater than or equal to 0"}},
@@ -75,7 +78,10 @@ func TestValidateUpdateKeepsWhatItGuards(t *testing.T) {
 	if errs := Validate(changed, old, nil); len(errs) != 1 || !strings.Contains(errs[0].Error(), "cannot be modified") {
 		t.Errorf("%v", errs)
 	}
-	bumped := budget("a", func(b *policyv1alpha1.PodUnavailableBudget) { v := intstr.FromString("50%"); b.Spec.MaxUnavailable = &v })
+	bumped := budget("a", func(b *policyv1alpha1.PodUnavailableBudget) {
+		v := intstr.FromString("50%")
+		b.Spec.MaxUnavailable = &v
+	})
 	if errs := Validate(bumped, old, nil); len(errs) != 0 {
 		t.Errorf("changing maxUnavailable: %v", errs)
 	}

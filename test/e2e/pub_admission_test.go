@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+)
+
+// TestPodUnavailableBudgetGuardsDeletesAndEvictions: a budget allowing one
+// unavailable pod of a Deployment of four admits one delete, refuses the
+// next with its numbers (403) and an eviction as the eviction API refuses
+// one (429); with one disruption allowed again, an eviction of every pod at
+// once, racing through the real API server, ends with exactly one admitted.
+func TestPodUnavailableBudgetGuardsDeletesAndEvictions(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](4), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "api"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "nginx:1.27"}}}}}}
+	if err := k8s.Create(ctx, deploy); err != nil {
+		t.Fatal(err)
+	}
+	maxU := intstr.FromString("25%")
+	if err := k8s.Create(ctx, newBudget(ns, "api", policyv1alpha1.PodUnavailableBudgetSpec{
+		TargetReference: &policyv1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}, MaxUnavailable: &maxU})); err != nil {
+		t.Fatal(err)
+	}
+	settledBudget := policyv1alpha1.PodUnavailableBudgetStatus{TotalReplicas: 4, DesiredAvailable: 3, CurrentAvailable: 4, UnavailableAllowed: 1}
+	waitBudget(t, ns, "api", settledBudget)
+	pods := func() []corev1.Pod {
+		list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=api"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var live []corev1.Pod
+		for _, p := range list.Items {
+			if p.DeletionTimestamp == nil {
+				live = append(live, p)
+			}
+		}
+		return live
+	}
+	p := pods()
+	if err := client.CoreV1().Pods(ns).Delete(ctx, p[0].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("the one allowed delete: %v", err)
+	}
+	err := client.CoreV1().Pods(ns).Delete(ctx, p[1].Name, metav1.DeleteOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodUnavailableBudget api allows no more unavailable pods") ||
+		!strings.Contains(err.Error(), "3 desired, 4 total") {
+		t.Errorf("a second delete: %v", err)
+	}
+	err = client.CoreV1().Pods(ns).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p[2].Name}})
+	if !apierrors.IsTooManyRequests(err) {
+		t.Errorf("an eviction beyond the budget: %v, want 429", err)
+	}
+
+	// The replacement is up: one disruption allowed again, and four
+	// evictions race for it.
+	waitBudget(t, ns, "api", settledBudget)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	admitted, refused := 0, 0
+	for _, pod := range pods() {
+		for _, name := range []string{pod.Name} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := client.CoreV1().Pods(ns).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					admitted++
+				case apierrors.IsTooManyRequests(err):
+					refused++
+				default:
+					t.Errorf("eviction of %s: %v", name, err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if admitted != 1 || refused != 3 {
+		t.Errorf("racing evictions: %d admitted, %d refused; want 1 and 3", admitted, refused)
+	}
+}
