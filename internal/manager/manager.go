@@ -57,6 +57,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("cloneset-controller"),
+		Budgets:   budgetGuard(mgr),
 		Options: clonesetcontroller.Options{
 			Workers:                       o.CloneSetWorkers,
 			ExpectationTimeout:            o.ExpectationTimeout,
@@ -87,16 +88,22 @@ func SetupWebhooks(mgr ctrl.Manager, self string) {
 	mutating, validating := &podadmission.Mutating{}, &podadmission.Validating{}
 	mutating.Register("cloneset-normal-in-bind", clonesetwebhook.NewBindingMutator(decoder, mgr.GetClient(), mgr.GetAPIReader()), clonesetwebhook.BindingTarget)
 	// The budget first: a disruption it refuses must not be redirected.
-	validating.Register("podunavailablebudget", &pubadmission.Guard{
-		Cache: mgr.GetClient(), Live: mgr.GetAPIReader(), Writer: mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("podunavailablebudget"), Now: time.Now,
-	}, pubadmission.Targets...)
+	validating.Register("podunavailablebudget", budgetGuard(mgr), pubadmission.Targets...)
 	validating.Register("cloneset-hook-guard", &clonesetwebhook.HookGuard{
 		Cache: mgr.GetClient(), Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("cloneset-hook-guard"),
 		Exempt: map[string]bool{self: true, clonesetwebhook.GarbageCollector: true},
 	}, clonesetwebhook.HookGuardTargets...)
 	server.Register(podadmission.MutatePath, &webhook.Admission{Handler: mutating})
 	server.Register(podadmission.ValidatePath, &webhook.Admission{Handler: validating})
+}
+
+// budgetGuard judges disruptions against PodUnavailableBudgets, for the
+// pod admission and the CloneSet controller alike.
+func budgetGuard(mgr ctrl.Manager) *pubadmission.Guard {
+	return &pubadmission.Guard{
+		Cache: mgr.GetClient(), Live: mgr.GetAPIReader(), Writer: mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("podunavailablebudget"), Now: time.Now,
+	}
 }
 
 // WhoAmI asks the API server which user cfg authenticates as

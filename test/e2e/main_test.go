@@ -17,6 +17,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
@@ -26,6 +29,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// envtest's helpers log through controller-runtime; the tests have
+	// nothing to say there.
+	ctrllog.SetLogger(logr.Discard())
 	dir, err := os.MkdirTemp("", "lifeline-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

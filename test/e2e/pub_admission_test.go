@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 )
 
@@ -94,5 +95,41 @@ func TestPodUnavailableBudgetGuardsDeletesAndEvictions(t *testing.T) {
 	wg.Wait()
 	if admitted != 1 || refused != 3 {
 		t.Errorf("racing evictions: %d admitted, %d refused; want 1 and 3", admitted, refused)
+	}
+}
+
+// TestCloneSetConsultsItsBudget: a CloneSet allowed to update all four
+// pods in place at once (maxUnavailable 100%) under a budget allowing one
+// unavailable pod updates them one at a time, saying which budget holds
+// the others; judged by a watch of the pods, never more than one is out of
+// service, and the rollout finishes.
+func TestCloneSetConsultsItsBudget(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "web", 4)
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "4 pods available", settled(4))
+	one := intstr.FromInt32(1)
+	if err := k8s.Create(ctx, newBudget(ns, "web", policyv1alpha1.PodUnavailableBudgetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, MaxUnavailable: &one})); err != nil {
+		t.Fatal(err)
+	}
+	waitBudget(t, ns, "web", policyv1alpha1.PodUnavailableBudgetStatus{TotalReplicas: 4, DesiredAvailable: 3, CurrentAvailable: 4, UnavailableAllowed: 1})
+	outOfService := watchOutOfService(t, ns)
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+	waitCloneSet(t, cs, "4 pods updated and available", func(c *appsv1alpha1.CloneSet) bool {
+		return settled(4)(c) && c.Status.UpdatedAvailableReplicas == 4
+	})
+	if most := outOfService(); most != 1 {
+		t.Errorf("at most %d pods out of service at once, want 1 (the budget's)", most)
+	}
+	events, err := client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=DisruptionNotAllowed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events.Items) == 0 || !strings.Contains(events.Items[0].Note, "PodUnavailableBudget web") {
+		t.Errorf("no DisruptionNotAllowed event naming the budget: %d events", len(events.Items))
 	}
 }

@@ -38,6 +38,9 @@ func TestPodUnavailableBudgetValidation(t *testing.T) {
 	if err := k8s.Create(ctx, good); err != nil {
 		t.Fatal(err)
 	}
+	// Once its controller wrote its status, the manager's cache, which the
+	// webhook reads other budgets from, has it.
+	waitBudget(t, ns, "web", policyv1alpha1.PodUnavailableBudgetStatus{})
 	twin := good.DeepCopy()
 	twin.Name, twin.ResourceVersion = "web-twin", ""
 	if err := k8s.Create(ctx, twin); err == nil || !strings.Contains(err.Error(), "pub.spec.selector is in conflict with other PodUnavailableBudget web") {

@@ -30,8 +30,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 	"github.com/lifeline-k8s/lifeline/internal/disruption"
+	pubadmission "github.com/lifeline-k8s/lifeline/internal/pub/admission"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 	"github.com/lifeline-k8s/lifeline/pkg/podpatch"
 )
@@ -72,9 +74,10 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	Clock     clock.Clock
 	Options   Options
-	// Disruptions is asked before a pod is deleted or updated in place;
-	// nil allows every disruption (no budgets).
-	Disruptions disruption.Check
+	// Budgets are the PodUnavailableBudgets a plan consults before it
+	// deletes a pod or updates it in place, and that an in-place update
+	// takes its budget from; nil: no budgets.
+	Budgets *pubadmission.Guard
 
 	expectations *expectations
 	// parsed caches, per CloneSet, the pod template of each live revision
@@ -91,6 +94,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.kruise.io,resources=podunavailablebudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.kruise.io,resources=podunavailablebudgets/status,verbs=get;update
 
 // SetupWithManager registers the controller and the owner index.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
@@ -220,6 +225,10 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	if planner.UpdatesInPlace(cs) {
 		templates = r.templates(req.NamespacedName, revs)
 	}
+	disruptions, err := r.disruptions(ctx, cs, now)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
 	snap := planner.Snapshot{
 		CloneSet: cs, Pods: active, PVCs: pvcs, NodeLabels: nodeLabels, Templates: templates,
 		UpdateRevision: revs.update.Name, CurrentRevision: revs.current.Name,
@@ -227,10 +236,27 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 		CreateNormal:                  r.Options.CreatePodsNormal,
 		ClaimTemplateHashes:           revs.claimTemplateHashes(),
 		RecreateOnClaimTemplateChange: r.Options.RecreateOnClaimTemplateChange,
-		Disruptions:                   r.Disruptions,
+		Disruptions:                   disruptions,
 		NewInstanceID:                 randomID, Now: now,
 	}
 	return &cycle{cs: cs, all: all, snap: snap, revs: revs, selector: selector}, ctrl.Result{}, nil
+}
+
+// disruptions is the plan's disruption check: the budgets of the
+// CloneSet's namespace as read now; nil without budgets.
+func (r *Reconciler) disruptions(ctx context.Context, cs *appsv1alpha1.CloneSet, now time.Time) (disruption.Check, error) {
+	if r.Budgets == nil {
+		return nil, nil
+	}
+	list := &policyv1alpha1.PodUnavailableBudgetList{}
+	if err := r.List(ctx, list, client.InNamespace(cs.Namespace)); err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	owner := metav1.OwnerReference{APIVersion: appsv1alpha1.GroupVersion.String(), Kind: "CloneSet", Name: cs.Name, UID: cs.UID}
+	return pubadmission.NewCheck(list.Items, owner, now), nil
 }
 
 // waitForCache says how long to wait before planning while the cache does
@@ -551,6 +577,18 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 		}
 
 	default:
+		if a.Type == planner.UpdateInPlace && r.Budgets != nil {
+			// No pod admission sees an in-place update: take its budget
+			// here, before the pod leaves service.
+			pub, d, err := r.Budgets.Take(ctx, a.Pod, policyv1alpha1.PubUpdateOperation, false)
+			if err != nil {
+				return fail("update", err)
+			}
+			if !d.Allowed {
+				r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, "DisruptionNotAllowed", "Update", "%s: %s", a.Pod.Name, d.Reason)
+				return &staleError{pod: a.Pod.Name, err: fmt.Errorf("PodUnavailableBudget %s: %s", pub.Name, d.Reason)}
+			}
+		}
 		if err := r.write(ctx, key, a); err != nil {
 			var stale *staleError
 			if !errors.As(err, &stale) && a.Type == planner.UpdateInPlace {

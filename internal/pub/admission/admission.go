@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/disruption"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	"github.com/lifeline-k8s/lifeline/internal/pub/budget"
 	"github.com/lifeline-k8s/lifeline/internal/pub/workload"
@@ -98,12 +99,26 @@ func (g *Guard) Validate(ctx context.Context, req admission.Request) admission.R
 		}
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	pub, err := g.budgetOf(ctx, pod)
-	if err != nil {
+	pub, d, err := g.Take(ctx, pod, op, dryRun)
+	switch {
+	case err != nil:
 		return admission.Errored(http.StatusInternalServerError, err)
+	case !d.Allowed:
+		return refuse(op, pub, pod, d.Reason)
 	}
-	if pub == nil {
-		return admission.Allowed("")
+	return admission.Allowed(d.Reason)
+}
+
+// Take judges disrupting pod by op against its budget and, unless dryRun,
+// records an admitted disruption in the budget's status by a write
+// conditional on the version read, deciding again on the fresh status
+// after a conflict. It returns the budget (nil for none) and the decision.
+// The CloneSet controller takes budget this way before an in-place update,
+// which no pod admission sees.
+func (g *Guard) Take(ctx context.Context, pod *corev1.Pod, op policyv1alpha1.PubOperation, dryRun bool) (*policyv1alpha1.PodUnavailableBudget, budget.Decision, error) {
+	pub, err := g.budgetOf(ctx, pod)
+	if err != nil || pub == nil {
+		return nil, budget.Decision{Allowed: true}, err
 	}
 	key := pub.Namespace + "/" + pub.Name
 	for i := 0; i < attempts; i++ {
@@ -112,37 +127,38 @@ func (g *Guard) Validate(ctx context.Context, req admission.Request) admission.R
 		case !d.Allowed:
 			admissions.WithLabelValues(key, string(op), "refused").Inc()
 			g.Recorder.Eventf(pod, pub, corev1.EventTypeWarning, "PubPreventPodDeletion", string(op), "%s", d.Reason)
-			return refuse(op, pub, pod, d.Reason)
+			return pub, d, nil
 		case d.Status == nil:
 			admissions.WithLabelValues(key, string(op), "free").Inc()
-			return admission.Allowed(d.Reason)
+			return pub, d, nil
 		case dryRun:
 			admissions.WithLabelValues(key, string(op), "admitted").Inc()
-			return admission.Allowed(d.Reason + " (dry run: nothing recorded)")
+			d.Reason += " (dry run: nothing recorded)"
+			return pub, d, nil
 		}
 		updated := pub.DeepCopy()
 		updated.Status = *d.Status
 		err := g.Writer.Status().Update(ctx, updated)
 		if err == nil {
 			admissions.WithLabelValues(key, string(op), "admitted").Inc()
-			return admission.Allowed(d.Reason)
+			return updated, d, nil
 		}
 		if apierrors.IsNotFound(err) {
-			return admission.Allowed("")
+			return nil, budget.Decision{Allowed: true}, nil
 		}
 		if !apierrors.IsConflict(err) {
-			return admission.Errored(http.StatusInternalServerError, err)
+			return pub, d, err
 		}
 		// Someone else took budget, or the controller recomputed it:
 		// decide again on what is there now.
 		fresh := &policyv1alpha1.PodUnavailableBudget{}
 		if err := g.Live.Get(ctx, client.ObjectKeyFromObject(pub), fresh); err != nil {
-			return admission.Errored(http.StatusInternalServerError, err)
+			return pub, d, err
 		}
 		pub = fresh
 	}
 	admissions.WithLabelValues(key, string(op), "refused").Inc()
-	return refuse(op, pub, pod, fmt.Sprintf("PodUnavailableBudget %s is being updated by too many disruptions at once; try again", pub.Name))
+	return pub, budget.Decision{Reason: fmt.Sprintf("PodUnavailableBudget %s is being updated by too many disruptions at once; try again", pub.Name)}, nil
 }
 
 // refuse answers a refused disruption: an eviction as Kubernetes' eviction
@@ -164,6 +180,30 @@ func refuse(op policyv1alpha1.PubOperation, pub *policyv1alpha1.PodUnavailableBu
 	}}}
 }
 
+// BudgetFor finds, among budgets (those of a namespace, in name order),
+// the one guarding a pod with these labels whose workload is owner (nil
+// for none): one whose target is that workload, else one whose selector
+// matches the labels.
+func BudgetFor(budgets []policyv1alpha1.PodUnavailableBudget, owner *metav1.OwnerReference, podLabels map[string]string) *policyv1alpha1.PodUnavailableBudget {
+	for i := range budgets {
+		b := &budgets[i]
+		if t := b.Spec.TargetReference; t != nil {
+			if owner != nil && workload.Same(t.APIVersion, t.Kind, t.Name, *owner) {
+				return b
+			}
+			continue
+		}
+		if b.Spec.Selector == nil {
+			continue
+		}
+		s, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+		if err == nil && !s.Empty() && s.Matches(labels.Set(podLabels)) {
+			return b
+		}
+	}
+	return nil
+}
+
 // budgetOf finds the budget guarding pod among those of its namespace, by
 // name order: one whose target is the pod's workload (a ReplicaSet's
 // Deployment counts as its workload), else one whose selector matches the
@@ -183,21 +223,48 @@ func (g *Guard) budgetOf(ctx context.Context, pod *corev1.Pod) (*policyv1alpha1.
 		}
 		owner = &top
 	}
-	for i := range list.Items {
-		b := &list.Items[i]
-		if t := b.Spec.TargetReference; t != nil {
-			if owner != nil && workload.Same(t.APIVersion, t.Kind, t.Name, *owner) {
-				return b, nil
-			}
-			continue
-		}
-		if b.Spec.Selector == nil {
-			continue
-		}
-		s, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
-		if err == nil && !s.Empty() && s.Matches(labels.Set(pod.Labels)) {
-			return b, nil
-		}
+	return BudgetFor(list.Items, owner, pod.Labels), nil
+}
+
+// Check is the disruption check of one CloneSet plan (disruption.Check):
+// the budgets of the CloneSet's namespace as the controller read them,
+// each admitted disruption taken from them in memory, so that one plan
+// never disrupts more pods than a budget allows. It writes nothing: a
+// delete is recorded by the admission of the controller's own request, an
+// in-place update by Take before the executor updates the pod.
+type Check struct {
+	budgets []policyv1alpha1.PodUnavailableBudget
+	owner   metav1.OwnerReference
+	now     time.Time
+}
+
+// NewCheck returns the check for the pods of owner, against budgets.
+func NewCheck(budgets []policyv1alpha1.PodUnavailableBudget, owner metav1.OwnerReference, now time.Time) *Check {
+	copies := make([]policyv1alpha1.PodUnavailableBudget, len(budgets))
+	for i := range budgets {
+		budgets[i].DeepCopyInto(&copies[i])
 	}
-	return nil, nil
+	sort.Slice(copies, func(i, j int) bool { return copies[i].Name < copies[j].Name })
+	return &Check{budgets: copies, owner: owner, now: now}
+}
+
+// Allow judges one disruption and, when admitted, takes it from the
+// budget in memory.
+func (c *Check) Allow(pod *corev1.Pod, kind disruption.Kind) (bool, string) {
+	b := BudgetFor(c.budgets, &c.owner, pod.Labels)
+	if b == nil {
+		return true, ""
+	}
+	op := policyv1alpha1.PubDeleteOperation
+	if kind == disruption.InPlaceUpdate {
+		op = policyv1alpha1.PubUpdateOperation
+	}
+	d := budget.Admit(b, pod, op, c.now)
+	if !d.Allowed {
+		return false, d.Reason
+	}
+	if d.Status != nil {
+		b.Status = *d.Status
+	}
+	return true, ""
 }
