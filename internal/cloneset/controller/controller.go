@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
@@ -125,6 +126,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&corev1.Pod{}, owned).
 		Watches(&corev1.PersistentVolumeClaim{}, owned).
 		Watches(&appsv1.ControllerRevision{}, owned).
+		// A budget that frees up lets held pods go at once, not at the
+		// next retry.
+		Watches(&policyv1alpha1.PodUnavailableBudget{}, handler.EnqueueRequestsFromMapFunc(r.cloneSetsOf)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
 		Complete(r)
 }
@@ -240,6 +244,19 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 		NewInstanceID:                 randomID, Now: now,
 	}
 	return &cycle{cs: cs, all: all, snap: snap, revs: revs, selector: selector}, ctrl.Result{}, nil
+}
+
+// cloneSetsOf maps a budget to the CloneSets of its namespace.
+func (r *Reconciler) cloneSetsOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &appsv1alpha1.CloneSetList{}
+	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, cs := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cs)})
+	}
+	return out
 }
 
 // disruptions is the plan's disruption check: the budgets of the
