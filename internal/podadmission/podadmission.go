@@ -125,3 +125,32 @@ func targets(ts []Target, req admission.Request) bool {
 	}
 	return false
 }
+
+// DisruptionTargets are the requests that take a pod out of service: pod
+// DELETE and pods/eviction CREATE.
+var DisruptionTargets = []Target{
+	{Operation: admissionv1.Delete},
+	{SubResource: "eviction", Operation: admissionv1.Create},
+}
+
+// GarbageCollector is the user kube-controller-manager's garbage collector
+// deletes as. No disruption feature refuses it: the pods of a deleted
+// workload must go.
+const GarbageCollector = "system:serviceaccount:kube-system:generic-garbage-collector"
+
+// IsEviction reports whether req is a pods/eviction request.
+func IsEviction(req admission.Request) bool { return req.SubResource == "eviction" }
+
+// RefuseDisruption answers a refused delete (403) or eviction (429, as
+// Kubernetes' eviction API answers a PodDisruptionBudget, so kubectl drain
+// retries instead of giving up), with cause DisruptionBudget.
+func RefuseDisruption(req admission.Request, message, cause string) admission.Response {
+	code, reason := int32(http.StatusForbidden), metav1.StatusReasonForbidden
+	if IsEviction(req) {
+		code, reason = http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests
+	}
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
+		Status: metav1.StatusFailure, Code: code, Reason: reason, Message: message,
+		Details: &metav1.StatusDetails{Name: req.Name, Kind: "pods", Causes: []metav1.StatusCause{{Type: "DisruptionBudget", Message: cause}}},
+	}}}
+}

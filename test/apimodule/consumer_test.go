@@ -4,7 +4,6 @@ package apimodule
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,17 +66,7 @@ func TestHookOperatorBuildsAgainstTheAPIModule(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run := func(name string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command(name, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	run := offline(t, dir)
 	run("go", "build", "-o", "operator", ".")
 	if out := run(filepath.Join(dir, "operator")); out != "CloneSet apps.kruise.io/v1alpha1 lifecycle.apps.kruise.io/state=PreparingDelete example.com/registered\n" {
 		t.Errorf("the operator printed %q", out)

@@ -57,17 +57,7 @@ func TestExampleBuildsAgainstTheSDK(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run := func(name string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command(name, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	run := offline(t, dir)
 	run("go", "get", sdkModule+"@v0.0.0-00010101000000-000000000000")
 	run("go", "mod", "tidy")
 	run("go", "build", "-o", "registry-operator", ".")
@@ -78,6 +68,22 @@ func TestExampleBuildsAgainstTheSDK(t *testing.T) {
 		if strings.HasPrefix(pkg, "k8s.io/kubernetes") {
 			t.Errorf("building against the SDK pulls in %s", pkg)
 		}
+	}
+}
+
+// offline runs commands in dir as a module outside the repository, with
+// no network (GOPROXY=off) and no workspace, failing the test on an error.
+func offline(t *testing.T, dir string) func(name string, args ...string) string {
+	return func(name string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+		return string(out)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
-	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,17 +23,6 @@ import (
 	"github.com/lifeline-k8s/lifeline/pkg/lifecycle"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
-
-// HookGuardTargets are what the hook guard admits: pod DELETE and
-// pods/eviction CREATE.
-var HookGuardTargets = []podadmission.Target{
-	{Operation: admissionv1.Delete},
-	{SubResource: "eviction", Operation: admissionv1.Create},
-}
-
-// GarbageCollector is the user kube-controller-manager's garbage collector
-// deletes as; its deletions (of pods whose CloneSet is gone) pass the guard.
-const GarbageCollector = "system:serviceaccount:kube-system:generic-garbage-collector"
 
 var guarded = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "lifeline_cloneset_hook_guard_total",
@@ -66,7 +54,7 @@ type HookGuard struct {
 // Validate refuses a direct delete or eviction of a guarded pod.
 func (g *HookGuard) Validate(ctx context.Context, req admission.Request) admission.Response {
 	op := "delete"
-	if req.SubResource == "eviction" {
+	if podadmission.IsEviction(req) {
 		op = "evict"
 	}
 	if g.Exempt[req.UserInfo.Username] {
@@ -100,14 +88,7 @@ func (g *HookGuard) Validate(ctx context.Context, req admission.Request) admissi
 	guarded.WithLabelValues(op, "redirected").Inc()
 	msg := fmt.Sprintf("pod %s is guarded by CloneSet %s (%s): a direct %s would skip its preDelete hook; the pod is marked %s instead "+
 		"and the CloneSet deletes it through the hook and replaces it", pod.Name, cs.Name, appsv1alpha1.GuardHooksAnnotation, op, appsv1alpha1.SpecifiedDeleteKey)
-	code, reason := int32(http.StatusForbidden), metav1.StatusReasonForbidden
-	if op == "evict" {
-		code, reason = http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests
-	}
-	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
-		Status: metav1.StatusFailure, Code: code, Reason: reason, Message: msg,
-		Details: &metav1.StatusDetails{Name: pod.Name, Kind: "pods", Causes: []metav1.StatusCause{{Type: "DisruptionBudget", Message: msg}}},
-	}}}
+	return podadmission.RefuseDisruption(req, msg, msg)
 }
 
 // Guards decides whether the guard refuses a direct delete or eviction of

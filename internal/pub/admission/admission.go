@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,17 +35,6 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/pub/budget"
 	"github.com/lifeline-k8s/lifeline/internal/pub/workload"
 )
-
-// Targets are what the budget guards at admission so far: pod DELETE and
-// pods/eviction CREATE.
-var Targets = []podadmission.Target{
-	{Operation: admissionv1.Delete},
-	{SubResource: "eviction", Operation: admissionv1.Create},
-}
-
-// GarbageCollector is never refused: a budget must not keep the pods of a
-// deleted workload.
-const GarbageCollector = "system:serviceaccount:kube-system:generic-garbage-collector"
 
 // attempts bounds the conditional status writes of one admission.
 const attempts = 5
@@ -79,11 +67,11 @@ type Guard struct {
 func (g *Guard) Validate(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
 	defer func() { latency.Observe(time.Since(start).Seconds()) }()
-	if req.UserInfo.Username == GarbageCollector {
+	if req.UserInfo.Username == podadmission.GarbageCollector {
 		return admission.Allowed("")
 	}
 	op, dryRun := policyv1alpha1.PubDeleteOperation, false
-	if req.SubResource == "eviction" {
+	if podadmission.IsEviction(req) {
 		op = policyv1alpha1.PubEvictOperation
 		eviction := &policyv1.Eviction{}
 		if err := json.Unmarshal(req.Object.Raw, eviction); err == nil && eviction.DeleteOptions != nil {
@@ -99,12 +87,12 @@ func (g *Guard) Validate(ctx context.Context, req admission.Request) admission.R
 		}
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	pub, d, err := g.Take(ctx, pod, op, dryRun)
+	_, d, err := g.Take(ctx, pod, op, dryRun)
 	switch {
 	case err != nil:
 		return admission.Errored(http.StatusInternalServerError, err)
 	case !d.Allowed:
-		return refuse(op, pub, pod, d.Reason)
+		return refuse(req, op, pod, d.Reason)
 	}
 	return admission.Allowed(d.Reason)
 }
@@ -161,23 +149,13 @@ func (g *Guard) Take(ctx context.Context, pod *corev1.Pod, op policyv1alpha1.Pub
 	return pub, budget.Decision{Reason: fmt.Sprintf("PodUnavailableBudget %s is being updated by too many disruptions at once; try again", pub.Name)}, nil
 }
 
-// refuse answers a refused disruption: an eviction as Kubernetes' eviction
-// API answers a PodDisruptionBudget (429, so kubectl drain retries), a
-// delete with 403.
-func refuse(op policyv1alpha1.PubOperation, pub *policyv1alpha1.PodUnavailableBudget, pod *corev1.Pod, reason string) admission.Response {
-	code, statusReason := int32(http.StatusForbidden), metav1.StatusReasonForbidden
-	if op == policyv1alpha1.PubEvictOperation {
-		code, statusReason = http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests
-	}
+// refuse answers a refused disruption, naming the budget's reason.
+func refuse(req admission.Request, op policyv1alpha1.PubOperation, pod *corev1.Pod, reason string) admission.Response {
 	verb := "delete"
 	if op == policyv1alpha1.PubEvictOperation {
 		verb = "evict"
 	}
-	msg := fmt.Sprintf("Cannot %s pod %s: %s", verb, pod.Name, reason)
-	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
-		Status: metav1.StatusFailure, Code: code, Reason: statusReason, Message: msg,
-		Details: &metav1.StatusDetails{Name: pod.Name, Kind: "pods", Causes: []metav1.StatusCause{{Type: "DisruptionBudget", Message: reason}}},
-	}}}
+	return podadmission.RefuseDisruption(req, fmt.Sprintf("Cannot %s pod %s: %s", verb, pod.Name, reason), reason)
 }
 
 // BudgetFor finds, among budgets (those of a namespace, in name order),
