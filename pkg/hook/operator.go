@@ -82,7 +82,7 @@ func Add(mgr ctrl.Manager, h Handlers, o Options) error {
 	o = withDefaults(o)
 	op := &operator{
 		client: mgr.GetClient(), recorder: mgr.GetEventRecorder("hook-" + o.Name),
-		handlers: h, opts: o, handled: map[types.UID]string{},
+		handlers: h, opts: o, handled: map[types.NamespacedName]string{},
 	}
 	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](o.MinBackoff, o.MaxBackoff)
 	return ctrl.NewControllerManagedBy(mgr).
@@ -119,10 +119,11 @@ type operator struct {
 	opts     Options
 
 	mu sync.Mutex
-	// handled holds, per pod, the Event.Key of a moment whose handler
+	// handled holds, per pod (by name, so a pod that is gone is forgotten
+	// too; the key names its UID), the Event.Key of a moment whose handler
 	// returned nil but whose release is not written yet, so a release that
 	// must be retried does not call the handler again.
-	handled map[types.UID]string
+	handled map[types.NamespacedName]string
 }
 
 // Reconcile handles one pod: it calls the handler of the moment due, if
@@ -131,6 +132,9 @@ type operator struct {
 func (op *operator) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pod := &corev1.Pod{}
 	if err := op.client.Get(ctx, req.NamespacedName, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			op.forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	cs, err := op.cloneSetOf(ctx, pod)
@@ -144,16 +148,16 @@ func (op *operator) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	now := op.opts.Clock.Now()
 	s, ok := due(pod, hooks, lastRecord(pod, op.opts.Name), now)
 	if !ok {
-		op.forget(pod.UID)
+		op.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	e := Event{Moment: s.moment, Pod: pod, CloneSet: cs, Revision: s.revision,
 		Key: fmt.Sprintf("%s/%s/%s/%s", op.opts.Name, pod.UID, s.moment, s.revision)}
-	if !op.wasHandled(pod.UID, e.Key) {
+	if !op.wasHandled(req.NamespacedName, e.Key) {
 		if err := op.call(ctx, e); err != nil {
 			return reconcile.Result{}, errors.Join(err, op.flagIfLate(ctx, pod, s, err, now))
 		}
-		op.remember(pod.UID, e.Key)
+		op.remember(req.NamespacedName, e.Key)
 	}
 	if err := op.release(ctx, pod, s, now); err != nil {
 		if podpatch.IsStale(err) {
@@ -164,7 +168,7 @@ func (op *operator) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		}
 		return reconcile.Result{}, err
 	}
-	op.forget(pod.UID)
+	op.forget(req.NamespacedName)
 	op.recorder.Eventf(pod, cs, corev1.EventTypeNormal, "HookCompleted", string(s.moment),
 		"%s: %s done at revision %s; hook released", op.opts.Name, s.moment, s.revision)
 	return reconcile.Result{}, nil
@@ -319,20 +323,20 @@ func isCloneSet(ref *metav1.OwnerReference) bool {
 	return err == nil && gv.Group == appsv1alpha1.GroupVersion.Group && ref.Kind == "CloneSet"
 }
 
-func (op *operator) wasHandled(uid types.UID, key string) bool {
+func (op *operator) wasHandled(pod types.NamespacedName, key string) bool {
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	return op.handled[uid] == key
+	return op.handled[pod] == key
 }
 
-func (op *operator) remember(uid types.UID, key string) {
+func (op *operator) remember(pod types.NamespacedName, key string) {
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	op.handled[uid] = key
+	op.handled[pod] = key
 }
 
-func (op *operator) forget(uid types.UID) {
+func (op *operator) forget(pod types.NamespacedName) {
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	delete(op.handled, uid)
+	delete(op.handled, pod)
 }

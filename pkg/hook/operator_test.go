@@ -112,7 +112,7 @@ func newOperator(c client.Client, h Handlers, o Options) *operator {
 	if o.Clock == nil {
 		o.Clock = clocktesting.NewFakeClock(now)
 	}
-	return &operator{client: c, recorder: events.NewFakeRecorder(100), handlers: h, opts: withDefaults(o), handled: map[types.UID]string{}}
+	return &operator{client: c, recorder: events.NewFakeRecorder(100), handlers: h, opts: withDefaults(o), handled: map[types.NamespacedName]string{}}
 }
 
 func request(p *corev1.Pod) reconcile.Request {
