@@ -1,6 +1,8 @@
 // Command webhookselectors adds to the generated webhook configurations
 // what controller-gen has no marker for: the namespaceSelector that keeps
-// the pod webhooks off the system namespaces. make generate runs it
+// the pod webhooks off the system namespaces, and the matchConditions
+// that send the validating ones only what could disrupt a pod. make
+// generate runs it
 // after controller-gen, so verifygen checks its output too.
 package main
 
@@ -31,13 +33,21 @@ func run() error {
 	for _, ns := range podadmission.SystemNamespaces {
 		selector += "      - " + ns + "\n"
 	}
-	for _, name := range []string{"mpod.lifeline.dev", "vpod.lifeline.dev", "vpodeviction.lifeline.dev"} {
+	for _, name := range []string{"mpod.lifeline.dev", "vpod.lifeline.dev", "vpodeviction.lifeline.dev", "vpodupdate.lifeline.dev"} {
 		anchor := "  name: " + name + "\n"
 		if strings.Count(text, anchor) != 1 {
 			return fmt.Errorf("%s: want exactly one webhook named %s", manifests, name)
 		}
-		if !strings.Contains(text, anchor+"  namespaceSelector:") {
-			text = strings.Replace(text, anchor, anchor+selector, 1)
+		insert := ""
+		if conditions := podadmission.MatchConditions[name]; len(conditions) > 0 {
+			insert = "  matchConditions:\n"
+			for _, c := range conditions {
+				insert += fmt.Sprintf("  - expression: %q\n    name: %s\n", c.Expression, c.Name)
+			}
+		}
+		insert += selector
+		if !strings.Contains(text, anchor+insert) {
+			text = strings.Replace(text, anchor, anchor+insert, 1)
 		}
 	}
 	return os.WriteFile(manifests, []byte(text), 0o644)

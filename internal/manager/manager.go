@@ -88,7 +88,7 @@ func SetupWebhooks(mgr ctrl.Manager, self string) {
 	mutating, validating := &podadmission.Mutating{}, &podadmission.Validating{}
 	mutating.Register("cloneset-normal-in-bind", clonesetwebhook.NewBindingMutator(decoder, mgr.GetClient(), mgr.GetAPIReader()), clonesetwebhook.BindingTarget)
 	// The budget first: a disruption it refuses must not be redirected.
-	validating.Register("podunavailablebudget", budgetGuard(mgr), podadmission.DisruptionTargets...)
+	validating.Register("podunavailablebudget", budgetGuard(mgr), append(podadmission.DisruptionTargets, podadmission.UpdateTargets...)...)
 	validating.Register("cloneset-hook-guard", &clonesetwebhook.HookGuard{
 		Cache: mgr.GetClient(), Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("cloneset-hook-guard"),
 		Exempt: map[string]bool{self: true, podadmission.GarbageCollector: true},

@@ -22,15 +22,20 @@ import (
 
 // The mutating webhook fails open: every feature registered with it must
 // be one a pod may do without (the binding mutator's work is redone by the
-// CloneSet controller). Its namespaceSelector, which controller-gen has no
-// marker for, keeps it off the system namespaces (hack/webhookselectors).
-// The validating webhooks, one per resource so that pod creations and
-// updates are not sent to it for nothing, fail open too (a manager that is
-// down must not stop every pod deletion in the cluster), and have side
-// effects only outside dry runs (the hook guard marks pods).
+// CloneSet controller). The validating webhooks, one per resource so that
+// pod creations are not sent to it for nothing, fail closed, as
+// OpenKruise's do: a budget or a held hook that a manager restart let
+// through would be a disruption nobody can take back. Their blast radius is
+// kept small instead: system namespaces are left out, and matchConditions
+// send only what could disrupt (a delete of a pod not yet terminating, a
+// change of the spec or a new unavailable-pod.kruise.io/ label); run two
+// replicas to ride out a restart. controller-gen has no marker for either,
+// so hack/webhookselectors adds them. They have side effects only outside
+// dry runs (the budget's status, the hook guard's mark).
 // +kubebuilder:webhook:path=/mutate-pod,mutating=true,failurePolicy=ignore,timeoutSeconds=2,sideEffects=None,groups="",resources=pods/binding,verbs=create,versions=v1,name=mpod.lifeline.dev,admissionReviewVersions=v1
-// +kubebuilder:webhook:path=/validate-pod,mutating=false,failurePolicy=ignore,timeoutSeconds=2,sideEffects=NoneOnDryRun,groups="",resources=pods,verbs=delete,versions=v1,name=vpod.lifeline.dev,admissionReviewVersions=v1
-// +kubebuilder:webhook:path=/validate-pod,mutating=false,failurePolicy=ignore,timeoutSeconds=2,sideEffects=NoneOnDryRun,groups="",resources=pods/eviction,verbs=create,versions=v1,name=vpodeviction.lifeline.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-pod,mutating=false,failurePolicy=fail,timeoutSeconds=2,sideEffects=NoneOnDryRun,groups="",resources=pods,verbs=delete,versions=v1,name=vpod.lifeline.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-pod,mutating=false,failurePolicy=fail,timeoutSeconds=2,sideEffects=NoneOnDryRun,groups="",resources=pods/eviction,verbs=create,versions=v1,name=vpodeviction.lifeline.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-pod,mutating=false,failurePolicy=fail,timeoutSeconds=2,sideEffects=NoneOnDryRun,groups="",resources=pods;pods/resize,verbs=update,versions=v1,name=vpodupdate.lifeline.dev,admissionReviewVersions=v1
 
 // SystemNamespaces are left out of the pod webhooks: the cluster's own
 // pods must never wait on Lifeline.
@@ -132,6 +137,28 @@ var DisruptionTargets = []Target{
 	{Operation: admissionv1.Delete},
 	{SubResource: "eviction", Operation: admissionv1.Create},
 }
+
+// UpdateTargets are the requests that may take a pod out of service
+// without deleting it: a pod UPDATE (an image, an unavailable label) and
+// pods/resize UPDATE.
+var UpdateTargets = []Target{
+	{Operation: admissionv1.Update},
+	{SubResource: "resize", Operation: admissionv1.Update},
+}
+
+// MatchConditions are the CEL conditions each validating pod webhook is
+// called under, by webhook name: only requests that could take a pod out
+// of service. A pod already terminating is gone from service, and every
+// feature lets its final deletion through.
+var MatchConditions = map[string][]MatchCondition{
+	"vpod.lifeline.dev": {{Name: "not-terminating", Expression: "!has(oldObject.metadata.deletionTimestamp)"}},
+	"vpodupdate.lifeline.dev": {{Name: "may-disrupt", Expression: "object.spec != oldObject.spec || " +
+		"(has(object.metadata.labels) && object.metadata.labels.exists(k, k.startsWith('unavailable-pod.kruise.io/') && " +
+		"!(has(oldObject.metadata.labels) && k in oldObject.metadata.labels)))"}},
+}
+
+// MatchCondition is one admissionregistration/v1 match condition.
+type MatchCondition struct{ Name, Expression string }
 
 // GarbageCollector is the user kube-controller-manager's garbage collector
 // deletes as. No disruption feature refuses it: the pods of a deleted

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,7 +43,7 @@ const attempts = 5
 var (
 	admissions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lifeline_pub_admissions_total",
-		Help: "Disruptions judged against a PodUnavailableBudget, by budget (namespace/name), operation (DELETE, EVICT) and result (admitted, refused, free: no budget consumed).",
+		Help: "Disruptions judged against a PodUnavailableBudget, by budget (namespace/name), operation (DELETE, EVICT, UPDATE, RESIZE) and result (admitted, refused, free: no budget consumed).",
 	}, []string{"budget", "operation", "result"})
 	latency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "lifeline_pub_admission_duration_seconds",
@@ -63,38 +64,77 @@ type Guard struct {
 	Now         func() time.Time
 }
 
-// Validate judges a pod delete or eviction against the pod's budget.
+// Validate judges a pod delete, eviction, update or resize against the
+// pod's budget.
 func (g *Guard) Validate(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
 	defer func() { latency.Observe(time.Since(start).Seconds()) }()
 	if req.UserInfo.Username == podadmission.GarbageCollector {
 		return admission.Allowed("")
 	}
-	op, dryRun := policyv1alpha1.PubDeleteOperation, false
-	if podadmission.IsEviction(req) {
-		op = policyv1alpha1.PubEvictOperation
-		eviction := &policyv1.Eviction{}
-		if err := json.Unmarshal(req.Object.Raw, eviction); err == nil && eviction.DeleteOptions != nil {
-			dryRun = len(eviction.DeleteOptions.DryRun) > 0
-		}
-	} else {
-		dryRun = ptr.Deref(req.DryRun, false)
-	}
-	pod := &corev1.Pod{}
-	if err := g.Cache.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, pod); err != nil {
-		if apierrors.IsNotFound(err) {
-			return admission.Allowed("")
-		}
+	pod, op, err := g.disruption(ctx, req)
+	switch {
+	case err != nil:
 		return admission.Errored(http.StatusInternalServerError, err)
+	case pod == nil:
+		return admission.Allowed("")
 	}
-	_, d, err := g.Take(ctx, pod, op, dryRun)
+	_, d, err := g.Take(ctx, pod, op, dryRun(req))
 	switch {
 	case err != nil:
 		return admission.Errored(http.StatusInternalServerError, err)
 	case !d.Allowed:
-		return refuse(req, op, pod, d.Reason)
+		return podadmission.RefuseDisruption(req, fmt.Sprintf("Cannot %s pod %s: %s", verbs[op], pod.Name, d.Reason), d.Reason)
 	}
 	return admission.Allowed(d.Reason)
+}
+
+// dryRun reports whether req only asks: a dry-run request, or an eviction
+// whose delete options ask for a dry run (kubectl drain --dry-run=server).
+func dryRun(req admission.Request) bool {
+	if ptr.Deref(req.DryRun, false) {
+		return true
+	}
+	eviction := &policyv1.Eviction{}
+	return podadmission.IsEviction(req) && json.Unmarshal(req.Object.Raw, eviction) == nil &&
+		eviction.DeleteOptions != nil && len(eviction.DeleteOptions.DryRun) > 0
+}
+
+var verbs = map[policyv1alpha1.PubOperation]string{
+	policyv1alpha1.PubDeleteOperation: "delete", policyv1alpha1.PubEvictOperation: "evict",
+	policyv1alpha1.PubUpdateOperation: "update", policyv1alpha1.PubResizeOperation: "resize",
+}
+
+// disruption reads what a request would take out of service: the pod as
+// it is now and the budget operation, or a nil pod when the request
+// disrupts nothing (an update of labels, a pod already gone).
+func (g *Guard) disruption(ctx context.Context, req admission.Request) (*corev1.Pod, policyv1alpha1.PubOperation, error) {
+	if req.Operation == admissionv1.Update {
+		old, updated := &corev1.Pod{}, &corev1.Pod{}
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+			return nil, "", err
+		}
+		if err := json.Unmarshal(req.Object.Raw, updated); err != nil {
+			return nil, "", err
+		}
+		op := budget.UpdateOperation(req.SubResource, old, updated)
+		if op == "" {
+			return nil, "", nil
+		}
+		return old, op, nil
+	}
+	op := policyv1alpha1.PubDeleteOperation
+	if podadmission.IsEviction(req) {
+		op = policyv1alpha1.PubEvictOperation
+	}
+	pod := &corev1.Pod{}
+	if err := g.Cache.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, "", nil
+		}
+		return nil, "", err
+	}
+	return pod, op, nil
 }
 
 // Take judges disrupting pod by op against its budget and, unless dryRun,
@@ -147,15 +187,6 @@ func (g *Guard) Take(ctx context.Context, pod *corev1.Pod, op policyv1alpha1.Pub
 	}
 	admissions.WithLabelValues(key, string(op), "refused").Inc()
 	return pub, budget.Decision{Reason: fmt.Sprintf("PodUnavailableBudget %s is being updated by too many disruptions at once; try again", pub.Name)}, nil
-}
-
-// refuse answers a refused disruption, naming the budget's reason.
-func refuse(req admission.Request, op policyv1alpha1.PubOperation, pod *corev1.Pod, reason string) admission.Response {
-	verb := "delete"
-	if op == policyv1alpha1.PubEvictOperation {
-		verb = "evict"
-	}
-	return podadmission.RefuseDisruption(req, fmt.Sprintf("Cannot %s pod %s: %s", verb, pod.Name, reason), reason)
 }
 
 // BudgetFor finds, among budgets (those of a namespace, in name order),

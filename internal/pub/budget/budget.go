@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -242,4 +243,45 @@ func Admit(pub *policyv1alpha1.PodUnavailableBudget, pod *corev1.Pod, op policyv
 	}
 	(*record)[pod.Name] = metav1.NewTime(now)
 	return Decision{Allowed: true, Reason: fmt.Sprintf("admitted by PodUnavailableBudget %s", pub.Name), Status: next}
+}
+
+// UpdateOperation classifies a pod update for the budget: RESIZE for the
+// pods/resize subresource (Kubernetes 1.33+ takes container resources only
+// there), UPDATE for a change of the pod's spec (an image, an in-place
+// update) or a new unavailable-pod.kruise.io/ label, and "" for anything
+// else (labels, annotations), which takes no pod out of service.
+// OpenKruise v1.9 tells a resize apart by comparing specs because it
+// predates the subresource; on a current API server a resources change of
+// the pod itself is refused before validating webhooks run.
+func UpdateOperation(subResource string, old, updated *corev1.Pod) policyv1alpha1.PubOperation {
+	if subResource == "resize" {
+		if resourcesEqual(old.Spec.Containers, updated.Spec.Containers) {
+			return ""
+		}
+		return policyv1alpha1.PubResizeOperation
+	}
+	if subResource != "" {
+		return ""
+	}
+	if !equality.Semantic.DeepEqual(old.Spec, updated.Spec) {
+		return policyv1alpha1.PubUpdateOperation
+	}
+	for k := range updated.Labels {
+		if _, had := old.Labels[k]; !had && strings.HasPrefix(k, policyv1alpha1.PodUnavailableLabelPrefix) {
+			return policyv1alpha1.PubUpdateOperation
+		}
+	}
+	return ""
+}
+
+func resourcesEqual(a, b []corev1.Container) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || !equality.Semantic.DeepEqual(a[i].Resources, b[i].Resources) {
+			return false
+		}
+	}
+	return true
 }

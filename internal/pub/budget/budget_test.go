@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -201,5 +202,47 @@ func TestAdmitUnderOptimisticConcurrency(t *testing.T) {
 		if admitted != int(allowed) {
 			t.Fatalf("seed %d: %d admitted with %d allowed", seed, admitted, allowed)
 		}
+	}
+}
+
+func TestUpdateOperation(t *testing.T) {
+	base := readyPod("a", func(p *corev1.Pod) {
+		p.Labels["app"] = "x"
+		p.Spec.Containers = []corev1.Container{{Name: "main", Image: "nginx:1", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}
+	})
+	with := func(m func(*corev1.Pod)) *corev1.Pod { p := base.DeepCopy(); m(p); return p }
+	for name, c := range map[string]struct {
+		sub     string
+		updated *corev1.Pod
+		want    policyv1alpha1.PubOperation
+	}{
+		"image": {"", with(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "nginx:2" }), policyv1alpha1.PubUpdateOperation},
+		"toleration": {"", with(func(p *corev1.Pod) {
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
+		}), policyv1alpha1.PubUpdateOperation},
+		"unavailable label": {"", with(func(p *corev1.Pod) { p.Labels[policyv1alpha1.PodUnavailableLabelPrefix+"drain"] = "1" }), policyv1alpha1.PubUpdateOperation},
+		"other label":       {"", with(func(p *corev1.Pod) { p.Labels["tier"] = "web" }), ""},
+		"annotation":        {"", with(func(p *corev1.Pod) { p.Annotations["a"] = "b" }), ""},
+		"nothing":           {"", base.DeepCopy(), ""},
+		"resize": {"resize", with(func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("200m")
+		}), policyv1alpha1.PubResizeOperation},
+		"resize to the same": {"resize", with(func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("0.1")
+		}), ""},
+		"status":               {"status", with(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), ""},
+		"ephemeral containers": {"ephemeralcontainers", with(func(p *corev1.Pod) { p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{}} }), ""},
+	} {
+		if got := UpdateOperation(c.sub, base, c.updated); got != c.want {
+			t.Errorf("%s: %q, want %q", name, got, c.want)
+		}
+	}
+	// A label already there is not a new disruption.
+	labelled := with(func(p *corev1.Pod) { p.Labels[policyv1alpha1.PodUnavailableLabelPrefix+"drain"] = "1" })
+	if got := UpdateOperation("", labelled, with(func(p *corev1.Pod) {
+		p.Labels[policyv1alpha1.PodUnavailableLabelPrefix+"drain"] = "2"
+	})); got != "" {
+		t.Errorf("relabelled: %q, want none", got)
 	}
 }
