@@ -38,9 +38,10 @@ type Lifeline struct {
 	// MetricsURL serves the manager's Prometheus metrics.
 	MetricsURL string
 
-	bin    string
-	args   []string
-	readyz string
+	bin         string
+	args        []string
+	readyz      string
+	webhookPort int
 }
 
 // StartLifeline builds lifeline-manager, grants it the generated ClusterRole
@@ -104,7 +105,7 @@ func (c *Cluster) StartLifeline(ctx context.Context, o LifelineOptions) (*Lifeli
 		args = append(args, fmt.Sprintf("--kube-api-qps=%d", o.QPS), fmt.Sprintf("--kube-api-burst=%d", o.QPS*3/2))
 	}
 	l := &Lifeline{Name: "lifeline-manager", MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]),
-		bin: bin, args: append(args, o.Args...), readyz: fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])}
+		bin: bin, args: append(args, o.Args...), readyz: fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]), webhookPort: ports[2]}
 	if err := c.StartProcess(l.Name, l.bin, l.args...); err != nil {
 		return nil, err
 	}
@@ -147,4 +148,13 @@ func (c *Cluster) PID(name string) int {
 		}
 	}
 	return 0
+}
+
+// StartLifelineAgain starts a manager stopped with StopProcess (its Name)
+// again, with the same flags, and returns once it is ready.
+func (c *Cluster) StartLifelineAgain(ctx context.Context, l *Lifeline) error {
+	if err := c.StartProcess(l.Name, l.bin, l.args...); err != nil {
+		return err
+	}
+	return c.waitReady(ctx, l)
 }

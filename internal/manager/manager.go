@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -88,7 +90,7 @@ func SetupWebhooks(mgr ctrl.Manager, self string) {
 	mutating, validating := &podadmission.Mutating{}, &podadmission.Validating{}
 	mutating.Register("cloneset-normal-in-bind", clonesetwebhook.NewBindingMutator(decoder, mgr.GetClient(), mgr.GetAPIReader()), clonesetwebhook.BindingTarget)
 	// The budget first: a disruption it refuses must not be redirected.
-	validating.Register("podunavailablebudget", budgetGuard(mgr), append(podadmission.DisruptionTargets, podadmission.UpdateTargets...)...)
+	validating.Register("podunavailablebudget", budgetGuard(mgr), slices.Concat(podadmission.DisruptionTargets, podadmission.UpdateTargets)...)
 	validating.Register("cloneset-hook-guard", &clonesetwebhook.HookGuard{
 		Cache: mgr.GetClient(), Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("cloneset-hook-guard"),
 		Exempt: map[string]bool{self: true, podadmission.GarbageCollector: true},
@@ -97,13 +99,20 @@ func SetupWebhooks(mgr ctrl.Manager, self string) {
 	server.Register(podadmission.ValidatePath, &webhook.Admission{Handler: validating})
 }
 
+// guards holds each manager's one budget guard: the controllers and the
+// webhooks must share it, so that one process queues every disruption of
+// a budget in one place (pubadmission.Guard batches them into one status
+// write) instead of racing itself.
+var guards sync.Map
+
 // budgetGuard judges disruptions against PodUnavailableBudgets, for the
 // pod admission and the CloneSet controller alike.
 func budgetGuard(mgr ctrl.Manager) *pubadmission.Guard {
-	return &pubadmission.Guard{
+	g, _ := guards.LoadOrStore(mgr, &pubadmission.Guard{
 		Cache: mgr.GetClient(), Live: mgr.GetAPIReader(), Writer: mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("podunavailablebudget"), Now: time.Now,
-	}
+	})
+	return g.(*pubadmission.Guard)
 }
 
 // WhoAmI asks the API server which user cfg authenticates as

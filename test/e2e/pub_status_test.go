@@ -23,7 +23,13 @@ import (
 // waitBudget polls the budget until its status is want (records aside).
 func waitBudget(t *testing.T, ns, name string, want policyv1alpha1.PodUnavailableBudgetStatus) {
 	t.Helper()
-	eventually(t, time.Minute, "budget "+name+" status", func(ctx context.Context) (bool, string, error) {
+	waitBudgetWithin(t, time.Minute, ns, name, want)
+}
+
+// waitBudgetWithin is waitBudget with another deadline, for big workloads.
+func waitBudgetWithin(t *testing.T, timeout time.Duration, ns, name string, want policyv1alpha1.PodUnavailableBudgetStatus) {
+	t.Helper()
+	eventually(t, timeout, "budget "+name+" status", func(ctx context.Context) (bool, string, error) {
 		b := &policyv1alpha1.PodUnavailableBudget{}
 		if err := k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
 			return false, err.Error(), nil

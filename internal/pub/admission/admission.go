@@ -5,7 +5,10 @@
 // conditional on the status version the decision read. Two admissions
 // racing for the last allowed disruption therefore never both win, in one
 // process, across replicas or across restarts: the loser's write conflicts
-// and it decides again on the fresh status.
+// and it decides again on the fresh status. Within a process, the
+// disruptions of one budget that arrive together are decided in turn and
+// recorded by one write, so a storm of evictions costs a few writes, not
+// a conflict for every one.
 package admission
 
 import (
@@ -14,6 +17,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,8 +41,8 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/pub/workload"
 )
 
-// attempts bounds the conditional status writes of one admission.
-const attempts = 5
+// attempts bounds the conditional status writes of one batch.
+const attempts = 8
 
 var (
 	admissions = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -54,7 +58,8 @@ var (
 
 func init() { metrics.Registry.MustRegister(admissions, latency) }
 
-// Guard is the PodUnavailableBudget pod admission feature.
+// Guard is the PodUnavailableBudget pod admission feature. Its zero
+// queues are ready to use; one process should have one Guard (see Take).
 type Guard struct {
 	// Cache reads pods, budgets and ReplicaSets; Live reads a budget
 	// around the cache after a conflict; Writer writes budget status.
@@ -62,6 +67,9 @@ type Guard struct {
 	Writer      client.Client
 	Recorder    events.EventRecorder
 	Now         func() time.Time
+
+	mu     sync.Mutex
+	queues map[types.NamespacedName]*queue
 }
 
 // Validate judges a pod delete, eviction, update or resize against the
@@ -135,58 +143,6 @@ func (g *Guard) disruption(ctx context.Context, req admission.Request) (*corev1.
 		return nil, "", err
 	}
 	return pod, op, nil
-}
-
-// Take judges disrupting pod by op against its budget and, unless dryRun,
-// records an admitted disruption in the budget's status by a write
-// conditional on the version read, deciding again on the fresh status
-// after a conflict. It returns the budget (nil for none) and the decision.
-// The CloneSet controller takes budget this way before an in-place update,
-// which no pod admission sees.
-func (g *Guard) Take(ctx context.Context, pod *corev1.Pod, op policyv1alpha1.PubOperation, dryRun bool) (*policyv1alpha1.PodUnavailableBudget, budget.Decision, error) {
-	pub, err := g.budgetOf(ctx, pod)
-	if err != nil || pub == nil {
-		return nil, budget.Decision{Allowed: true}, err
-	}
-	key := pub.Namespace + "/" + pub.Name
-	for i := 0; i < attempts; i++ {
-		d := budget.Admit(pub, pod, op, g.Now())
-		switch {
-		case !d.Allowed:
-			admissions.WithLabelValues(key, string(op), "refused").Inc()
-			g.Recorder.Eventf(pod, pub, corev1.EventTypeWarning, "PubPreventPodDeletion", string(op), "%s", d.Reason)
-			return pub, d, nil
-		case d.Status == nil:
-			admissions.WithLabelValues(key, string(op), "free").Inc()
-			return pub, d, nil
-		case dryRun:
-			admissions.WithLabelValues(key, string(op), "admitted").Inc()
-			d.Reason += " (dry run: nothing recorded)"
-			return pub, d, nil
-		}
-		updated := pub.DeepCopy()
-		updated.Status = *d.Status
-		err := g.Writer.Status().Update(ctx, updated)
-		if err == nil {
-			admissions.WithLabelValues(key, string(op), "admitted").Inc()
-			return updated, d, nil
-		}
-		if apierrors.IsNotFound(err) {
-			return nil, budget.Decision{Allowed: true}, nil
-		}
-		if !apierrors.IsConflict(err) {
-			return pub, d, err
-		}
-		// Someone else took budget, or the controller recomputed it:
-		// decide again on what is there now.
-		fresh := &policyv1alpha1.PodUnavailableBudget{}
-		if err := g.Live.Get(ctx, client.ObjectKeyFromObject(pub), fresh); err != nil {
-			return pub, d, err
-		}
-		pub = fresh
-	}
-	admissions.WithLabelValues(key, string(op), "refused").Inc()
-	return pub, budget.Decision{Reason: fmt.Sprintf("PodUnavailableBudget %s is being updated by too many disruptions at once; try again", pub.Name)}, nil
 }
 
 // BudgetFor finds, among budgets (those of a namespace, in name order),

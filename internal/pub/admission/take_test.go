@@ -1,0 +1,115 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+)
+
+func readyPod(i int) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("p%d", i), Labels: map[string]string{"app": "a"}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+}
+
+// Disruptions racing from two guards (two replicas) over one API server
+// that refuses stale writes: however the batches interleave, exactly the
+// allowed number is admitted and recorded.
+func TestTakeAdmitsExactlyTheAllowedAcrossReplicas(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = policyv1alpha1.AddToScheme(scheme)
+	pub := &policyv1alpha1.PodUnavailableBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"},
+		Spec: policyv1alpha1.PodUnavailableBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
+			MaxUnavailable: ptr.To(intstr.FromInt32(5))},
+		Status: policyv1alpha1.PodUnavailableBudgetStatus{DesiredAvailable: 95, CurrentAvailable: 100, UnavailableAllowed: 5, TotalReplicas: 100}}
+	var writes atomic.Int64
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pub).WithStatusSubresource(pub).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			writes.Add(1)
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		}}).Build()
+	guard := func() *Guard {
+		return &Guard{Cache: c, Live: c, Writer: c, Recorder: events.NewFakeRecorder(1000), Now: time.Now}
+	}
+	replicas := []*Guard{guard(), guard()}
+	var admitted, refused atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, d, err := replicas[i%2].Take(context.Background(), readyPod(i), policyv1alpha1.PubEvictOperation, i%10 == 3)
+			switch {
+			case err != nil:
+				t.Error(err)
+			case d.Allowed && i%10 != 3:
+				admitted.Add(1)
+			case !d.Allowed:
+				refused.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	got := &policyv1alpha1.PodUnavailableBudget{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(pub), got); err != nil {
+		t.Fatal(err)
+	}
+	if admitted.Load() != 5 || len(got.Status.DisruptedPods) != 5 || got.Status.UnavailableAllowed != 0 {
+		t.Errorf("%d admitted, %d recorded, %d allowed left; want 5, 5, 0", admitted.Load(), len(got.Status.DisruptedPods), got.Status.UnavailableAllowed)
+	}
+	for name := range got.Status.DisruptedPods {
+		var i int
+		fmt.Sscanf(name, "p%d", &i)
+		if i%10 == 3 {
+			t.Errorf("dry run %s recorded", name)
+		}
+	}
+	t.Logf("%d admitted, %d refused, %d status writes", admitted.Load(), refused.Load(), writes.Load())
+}
+
+// A batch is judged in order, each admission taking from what the next
+// sees; a dry run is judged but takes nothing.
+func TestDecide(t *testing.T) {
+	pub := &policyv1alpha1.PodUnavailableBudget{ObjectMeta: metav1.ObjectMeta{Name: "b"},
+		Status: policyv1alpha1.PodUnavailableBudgetStatus{DesiredAvailable: 8, CurrentAvailable: 10, UnavailableAllowed: 2, TotalReplicas: 10}}
+	var batch []*ask
+	for i := 0; i < 4; i++ {
+		batch = append(batch, &ask{pod: readyPod(i), op: policyv1alpha1.PubDeleteOperation, dryRun: i == 0})
+	}
+	batch = append(batch, &ask{pod: readyPod(1), op: policyv1alpha1.PubDeleteOperation}) // p1 again: already recorded
+	decisions, status := decide(pub, batch, time.Now())
+	want := []bool{true, true, true, false, true}
+	for i, d := range decisions {
+		if d.Allowed != want[i] {
+			t.Errorf("ask %d: allowed %v (%s), want %v", i, d.Allowed, d.Reason, want[i])
+		}
+	}
+	if status == nil || status.UnavailableAllowed != 0 || len(status.DisruptedPods) != 2 {
+		t.Fatalf("status %+v, want p1 and p2 recorded and nothing left", status)
+	}
+	if _, ok := status.DisruptedPods["p0"]; ok {
+		t.Error("the dry run was recorded")
+	}
+	if pub.Status.UnavailableAllowed != 2 {
+		t.Error("decide changed the budget it was given")
+	}
+	if _, s := decide(pub, batch[:1], time.Now()); s != nil {
+		t.Errorf("a lone dry run writes %+v", s)
+	}
+}
