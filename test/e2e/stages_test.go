@@ -212,6 +212,39 @@ func TestInPlaceImageChangeShowsInContainerStatus(t *testing.T) {
 	})
 }
 
+// TestUnpullableImageNeverBecomesReady: an image under unpullable.invalid/
+// waits in ErrImagePull, at the start and after an in-place change, and
+// the pod is never Ready with it; a good image again makes it Ready.
+func TestUnpullableImageNeverBecomesReady(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "unpullable.invalid/nginx:1.27"}}}}
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pulling := func(p *corev1.Pod) bool {
+		s := p.Status.ContainerStatuses
+		return len(s) == 1 && s[0].State.Waiting != nil && s[0].State.Waiting.Reason == "ErrImagePull" &&
+			podCondition(p, corev1.PodReady) == corev1.ConditionFalse
+	}
+	waitPod(t, ns, pod.Name, "ErrImagePull and not Ready", pulling)
+	setImage := func(image string) {
+		patch := []byte(`{"spec":{"containers":[{"name":"main","image":"` + image + `"}]}}`)
+		if _, err := client.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setImage("nginx:1.27")
+	waitPod(t, ns, pod.Name, "Ready with a good image", func(p *corev1.Pod) bool {
+		return podCondition(p, corev1.PodReady) == corev1.ConditionTrue && p.Status.ContainerStatuses[0].Image == "nginx:1.27"
+	})
+	setImage("unpullable.invalid/nginx:1.28")
+	waitPod(t, ns, pod.Name, "ErrImagePull and not Ready after an in-place change", func(p *corev1.Pod) bool {
+		return pulling(p) && p.Status.ContainerStatuses[0].Image == "unpullable.invalid/nginx:1.28"
+	})
+}
+
 func TestDeletedPodWaitsForItsFinalizersThenGoes(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
