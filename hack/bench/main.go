@@ -1,6 +1,7 @@
 // Command bench compares CloneSet with Deployment on one local cluster, in
 // one run: scale-up from 0, a rolling update at maxUnavailable 20%, and a
-// scale-down to 100. Both controllers get the same client QPS. It prints a
+// scale-down to 100. It then times pod deletions with and without a
+// PodUnavailableBudget covering 10,000 pods. Both controllers get the same client QPS. It prints a
 // table of figures; it is a benchmark, not a test, and asserts nothing.
 package main
 
@@ -47,10 +48,14 @@ func main() {
 	nodes := flag.Int("nodes", 10, "simulated nodes")
 	verbose := flag.Bool("v", false, "print each control-plane process's CPU per scenario")
 	only := flag.String("kinds", strings.Join(kinds, ","), "the workloads to run, comma-separated")
+	budgetPods := flag.Int("budget-pods", 10000, "pods a PodUnavailableBudget covers in the deletion run (0: no deletion run)")
+	budgetDeletions := flag.Int("budget-deletions", 2000, "pods deleted in the deletion run, with and without the budget")
+	budgetInFlight := flag.Int("budget-in-flight", 50, "deletions in flight at once")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *pods, *down, *qps, *nodes, strings.Split(*only, ","), *verbose); err != nil {
+	budget := budgetRun{covered: *budgetPods, deletions: *budgetDeletions, inFlight: *budgetInFlight}
+	if err := run(ctx, *pods, *down, *qps, *nodes, strings.Split(*only, ","), *verbose, budget); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -89,7 +94,10 @@ type result struct {
 	binds           bindFigures
 }
 
-func run(ctx context.Context, pods, down, qps, nodes int, only []string, verbose bool) error {
+// budgetRun sizes the PodUnavailableBudget deletion run.
+type budgetRun struct{ covered, deletions, inFlight int }
+
+func run(ctx context.Context, pods, down, qps, nodes int, only []string, verbose bool, budget budgetRun) error {
 	root, err := cluster.RepoRoot()
 	if err != nil {
 		return err
@@ -166,7 +174,12 @@ func run(ctx context.Context, pods, down, qps, nodes int, only []string, verbose
 			results = append(results, r)
 		}
 	}
-	report(results)
+	if len(results) > 0 {
+		report(results)
+	}
+	if budget.covered > 0 {
+		return b.budgetBench(ctx, l, budget.covered, budget.deletions, budget.inFlight)
+	}
 	return nil
 }
 

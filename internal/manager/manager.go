@@ -21,6 +21,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -106,13 +107,28 @@ func SetupWebhooks(mgr ctrl.Manager, self string) {
 var guards sync.Map
 
 // budgetGuard judges disruptions against PodUnavailableBudgets, for the
-// pod admission and the CloneSet controller alike.
+// pod admission and the CloneSet controller alike. Its status writes and
+// live reads go through a client of their own, not rate-limited in the
+// process: each answers a request the API server is holding open, their
+// number is bounded by those requests, and queueing them behind the
+// controllers' reads would put a webhook's latency at the mercy of a
+// resync (the API server's priority and fairness still applies).
 func budgetGuard(mgr ctrl.Manager) *pubadmission.Guard {
-	g, _ := guards.LoadOrStore(mgr, &pubadmission.Guard{
-		Cache: mgr.GetClient(), Live: mgr.GetAPIReader(), Writer: mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("podunavailablebudget"), Now: time.Now,
-	})
-	return g.(*pubadmission.Guard)
+	g, _ := guards.LoadOrStore(mgr, sync.OnceValue(func() *pubadmission.Guard {
+		cfg := rest.CopyConfig(mgr.GetConfig())
+		cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
+		direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+		if err != nil {
+			// client.New fails only on a configuration the manager's
+			// own client was already built from.
+			panic(fmt.Sprintf("a client for budget admissions: %v", err))
+		}
+		return &pubadmission.Guard{
+			Cache: mgr.GetClient(), Live: direct, Writer: direct,
+			Recorder: mgr.GetEventRecorder("podunavailablebudget"), Now: time.Now,
+		}
+	}))
+	return g.(func() *pubadmission.Guard)()
 }
 
 // WhoAmI asks the API server which user cfg authenticates as

@@ -110,6 +110,10 @@ func TestPodUnavailableBudgetOpenKruiseBehaviours(t *testing.T) {
 		ns := newNamespace(t)
 		create(t, kruiseBudget(ns, intstr.FromInt32(1)))
 		waitBudget(t, ns, "webserver-pub", budgetStatus(0, 0, 0, 0))
+		// Pods that come later are picked up (OpenKruise's budget never
+		// does: openkruise/kruise#1857, open).
+		create(t, kruiseDeployment(ns, "webserver", 4))
+		waitBudget(t, ns, "webserver-pub", budgetStatus(4, 3, 4, 1))
 	})
 
 	t.Run("selector pods and delete deployment ignore", func(t *testing.T) {

@@ -56,6 +56,15 @@ var matrixWorkloads = map[string]matrixWorkload{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}, Template: matrixTemplate(name)}})
 		return &policyv1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: name}
 	},
+	// Pods with no owner at all: the budget selects them, and
+	// protect-total-replicas says how many to expect (set by the test).
+	"pods": func(t *testing.T, ns, name string) *policyv1alpha1.TargetReference {
+		for i := 0; i < 3; i++ {
+			template := matrixTemplate(name)
+			create(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", name, i), Labels: template.Labels}, Spec: template.Spec})
+		}
+		return nil
+	},
 	"fleet": func(t *testing.T, ns, name string) *policyv1alpha1.TargetReference {
 		createFleet(t, ns, name, 3)
 		return &policyv1alpha1.TargetReference{APIVersion: "example.lifeline.dev/v1", Kind: "Fleet", Name: name}
@@ -146,7 +155,8 @@ var matrixDisruptions = map[string]matrixDisruption{
 }
 
 // TestPodUnavailableBudgetMatrix: for a CloneSet, a Deployment, a
-// StatefulSet and a custom workload with a scale subresource, each of
+// StatefulSet, a custom workload with a scale subresource and pods with no
+// owner (counted by protect-total-replicas), each of
 // three pods under a budget allowing one unavailable (every operation
 // guarded), a delete, an eviction, an image update, an unavailable-pod
 // label and a resize of one pod go through, and the same disruption of a
@@ -169,6 +179,9 @@ func TestPodUnavailableBudgetMatrix(t *testing.T) {
 				}
 				b := newBudget(ns, name, spec)
 				b.Annotations = map[string]string{policyv1alpha1.PubProtectOperationAnnotation: "DELETE,UPDATE,EVICT,RESIZE"}
+				if kind == "pods" {
+					b.Annotations[policyv1alpha1.PubProtectTotalReplicasAnnotation] = "3"
+				}
 				create(t, b)
 				waitBudget(t, ns, name, policyv1alpha1.PodUnavailableBudgetStatus{TotalReplicas: 3, DesiredAvailable: 2, CurrentAvailable: 3, UnavailableAllowed: 1})
 

@@ -131,7 +131,10 @@ func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, 
 		}
 		updated := pub.DeepCopy()
 		updated.Status = *status
+		start := time.Now()
 		err = g.Writer.Status().Update(ctx, updated)
+		statusWrites.WithLabelValues(writeResult(err)).Observe(time.Since(start).Seconds())
+		batchSize.Observe(float64(len(batch)))
 		switch {
 		case err == nil:
 			q.last = updated
@@ -185,17 +188,19 @@ func newer(a, b string) bool {
 // decision and the status to write, nil when nothing is to be recorded.
 // A dry run is judged like the others but leaves nothing for those after.
 func decide(pub *policyv1alpha1.PodUnavailableBudget, batch []*ask, now time.Time) ([]budget.Decision, *policyv1alpha1.PodUnavailableBudgetStatus) {
-	current := pub.DeepCopy()
+	status := pub.Status.DeepCopy()
 	changed := false
 	decisions := make([]budget.Decision, len(batch))
 	for i, a := range batch {
-		d := budget.Admit(current, a.pod, a.op, now)
-		if d.Status != nil && a.dryRun {
-			d.Reason += " (dry run: nothing recorded)"
-			d.Status = nil
-		}
-		if d.Status != nil {
-			current.Status = *d.Status
+		var d budget.Decision
+		if a.dryRun {
+			// Judged like the others, on a copy, and leaving nothing.
+			d = budget.Admit(&policyv1alpha1.PodUnavailableBudget{ObjectMeta: pub.ObjectMeta, Status: *status}, a.pod, a.op, now)
+			if d.Status != nil {
+				d.Reason += " (dry run: nothing recorded)"
+				d.Status = nil
+			}
+		} else if d = budget.AdmitInto(pub, status, a.pod, a.op, now); d.Status != nil {
 			changed = true
 		}
 		decisions[i] = d
@@ -203,7 +208,7 @@ func decide(pub *policyv1alpha1.PodUnavailableBudget, batch []*ask, now time.Tim
 	if !changed {
 		return decisions, nil
 	}
-	return decisions, &current.Status
+	return decisions, status
 }
 
 func answerAll(batch []*ask, pub *policyv1alpha1.PodUnavailableBudget, decisions []budget.Decision, err error) {
@@ -225,4 +230,14 @@ func repeat(d budget.Decision, n int) []budget.Decision {
 		out[i] = d
 	}
 	return out
+}
+
+func writeResult(err error) string {
+	switch {
+	case err == nil:
+		return "written"
+	case apierrors.IsConflict(err):
+		return "conflict"
+	}
+	return "error"
 }

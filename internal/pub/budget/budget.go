@@ -161,11 +161,20 @@ func Status(s Snapshot) (Computed, error) {
 			available++
 		}
 	}
+	// Pods beyond the expected count (a surge, or pods a CloneSet will
+	// replace because they carry apps.kruise.io/specified-delete) add no
+	// room: OpenKruise counts them and then allows more disruptions than
+	// maxUnavailable (openkruise/kruise#2175, open); so a budget never
+	// allows more than expected minus desired.
+	counted := available
+	if s.Expected > 0 {
+		counted = min(available, s.Expected)
+	}
 	c.Status = policyv1alpha1.PodUnavailableBudgetStatus{
 		ObservedGeneration: s.Generation,
 		DisruptedPods:      disrupted, UnavailablePods: unavailable,
 		DesiredAvailable: desired, CurrentAvailable: available,
-		UnavailableAllowed: max(0, available-desired),
+		UnavailableAllowed: max(0, counted-desired),
 		TotalReplicas:      max(0, s.Expected),
 	}
 	if !recheck.IsZero() {
@@ -208,7 +217,20 @@ type Decision struct {
 // unavailableAllowed is taken and the pod recorded (UPDATE in
 // unavailablePods, anything else in disruptedPods).
 func Admit(pub *policyv1alpha1.PodUnavailableBudget, pod *corev1.Pod, op policyv1alpha1.PubOperation, now time.Time) Decision {
-	st := pub.Status
+	next := pub.Status.DeepCopy()
+	d := AdmitInto(pub, next, pod, op, now)
+	if d.Status != nil {
+		d.Status = next
+	}
+	return d
+}
+
+// AdmitInto is Admit deciding on, and recording into, status (pub's own
+// status is not read): a batch of admissions decides in turn on one
+// status without copying it for each. The returned Decision's Status is
+// status when the disruption was recorded, nil otherwise.
+func AdmitInto(pub *policyv1alpha1.PodUnavailableBudget, status *policyv1alpha1.PodUnavailableBudgetStatus, pod *corev1.Pod, op policyv1alpha1.PubOperation, now time.Time) Decision {
+	st := status
 	switch {
 	case pod.Annotations[policyv1alpha1.PodPubNoProtectionAnnotation] == "true":
 		return Decision{Allowed: true, Reason: "the pod opts out of budgets"}
@@ -232,17 +254,16 @@ func Admit(pub *policyv1alpha1.PodUnavailableBudget, pod *corev1.Pod, op policyv
 	if len(st.DisruptedPods)+len(st.UnavailablePods) > MaxRecords {
 		return Decision{Reason: fmt.Sprintf("PodUnavailableBudget %s has too many disruptions its controller has not confirmed yet", pub.Name)}
 	}
-	next := st.DeepCopy()
-	next.UnavailableAllowed--
-	record := &next.DisruptedPods
+	st.UnavailableAllowed--
+	record := &st.DisruptedPods
 	if op == policyv1alpha1.PubUpdateOperation {
-		record = &next.UnavailablePods
+		record = &st.UnavailablePods
 	}
 	if *record == nil {
 		*record = map[string]metav1.Time{}
 	}
 	(*record)[pod.Name] = metav1.NewTime(now)
-	return Decision{Allowed: true, Reason: fmt.Sprintf("admitted by PodUnavailableBudget %s", pub.Name), Status: next}
+	return Decision{Allowed: true, Reason: fmt.Sprintf("admitted by PodUnavailableBudget %s", pub.Name), Status: st}
 }
 
 // UpdateOperation classifies a pod update for the budget: RESIZE for the

@@ -79,6 +79,23 @@ func TestReady(t *testing.T) {
 	}
 }
 
+// OpenKruise's open bug #2175: a CloneSet of 6 (maxUnavailable 0, maxSurge
+// 1) whose pods all carry apps.kruise.io/specified-delete surges a 7th; a
+// budget of maxUnavailable 1 then allowed 2. The surge adds no room here.
+func TestStatusSurgeAddsNoRoom(t *testing.T) {
+	var pods []*corev1.Pod
+	for i := 0; i < 7; i++ {
+		pods = append(pods, readyPod(fmt.Sprintf("p%d", i), func(p *corev1.Pod) { p.Labels["apps.kruise.io/specified-delete"] = "true" }))
+	}
+	c, err := Status(Snapshot{Spec: policyv1alpha1.PodUnavailableBudgetSpec{MaxUnavailable: pct("1")}, Pods: pods, Expected: 6, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Status; got.UnavailableAllowed != 1 || got.CurrentAvailable != 7 || got.DesiredAvailable != 5 || got.TotalReplicas != 6 {
+		t.Errorf("status %+v, want 1 allowed of 7 available, 5 desired, 6 total", got)
+	}
+}
+
 func TestStatusKeepsRecordsWhileTheyLast(t *testing.T) {
 	st := policyv1alpha1.PodUnavailableBudgetStatus{
 		DisruptedPods: map[string]metav1.Time{

@@ -8,8 +8,15 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,9 +31,11 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/scale"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -42,6 +51,7 @@ const resync = 30 * time.Second
 // +kubebuilder:rbac:groups=policy.kruise.io,resources=podunavailablebudgets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy.kruise.io,resources=podunavailablebudgets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=*,resources=*/scale,verbs=get
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch
 
 // Reconciler writes PodUnavailableBudget status.
 type Reconciler struct {
@@ -72,15 +82,98 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&policyv1alpha1.PodUnavailableBudget{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf)).
+		Watches(&corev1.Pod{}, r.podEvents()).
+		// A workload scaled changes what its budgets expect (a scale-down
+		// must not wait for the resync to be let through).
+		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
+		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
+		Watches(&appsv1alpha1.CloneSet{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
 		Named("podunavailablebudget").
 		Complete(r)
+}
+
+// replicasChanged passes a workload's creation, deletion and a change of
+// its spec.replicas.
+var replicasChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	replicas := func(obj client.Object) any {
+		switch w := obj.(type) {
+		case *appsv1.Deployment:
+			return w.Spec.Replicas
+		case *appsv1.StatefulSet:
+			return w.Spec.Replicas
+		case *appsv1alpha1.CloneSet:
+			return w.Spec.Replicas
+		}
+		return nil
+	}
+	return !apiequality.Semantic.DeepEqual(replicas(e.ObjectOld), replicas(e.ObjectNew))
+}}
+
+// deletionDelay is how long after a pod starts terminating (or goes) its
+// budgets are recomputed. The pod was recorded when its deletion was
+// admitted, so nothing is gained by recomputing at once, and during a
+// storm of deletions the delay lets one recomputation cover many pods
+// instead of each conflicting with the admissions' writes. OpenKruise
+// waits 5 s; Lifeline waits 1 s, because until the recomputation the
+// deleted pods' records stay in the status, and every admission's write
+// carries them (at 2,000 records a write is ~100 KB).
+const deletionDelay = time.Second
+
+// podEvents requeues the budgets of a pod's namespace when the pod could
+// change their numbers: created, its availability or labels changed
+// (at once), or terminating or gone (after deletionDelay).
+func (r *Reconciler) podEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	enqueue := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], after time.Duration) {
+		for _, req := range r.budgetsOf(ctx, obj) {
+			if after > 0 {
+				q.AddAfter(req, after)
+			} else {
+				q.Add(req)
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q, 0)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			old, updated, ok := pods(e.ObjectOld, e.ObjectNew)
+			if ok {
+				if matters, after := PodChange(old, updated); matters {
+					enqueue(ctx, updated, q, after)
+				}
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q, deletionDelay)
+		},
+	}
+}
+
+func pods(a, b client.Object) (*corev1.Pod, *corev1.Pod, bool) {
+	old, ok1 := a.(*corev1.Pod)
+	updated, ok2 := b.(*corev1.Pod)
+	return old, updated, ok1 && ok2
+}
+
+// PodChange says whether a pod update can change its budgets' numbers,
+// and how soon to recompute them.
+func PodChange(old, updated *corev1.Pod) (bool, time.Duration) {
+	switch {
+	case old.ResourceVersion == updated.ResourceVersion, old.DeletionTimestamp != nil:
+		return false, 0
+	case updated.DeletionTimestamp != nil:
+		return true, deletionDelay
+	case budget.Ready(old) != budget.Ready(updated), !maps.Equal(old.Labels, updated.Labels):
+		return true, 0
+	}
+	return false, 0
 }
 
 // budgetsOf maps a pod to the budgets of its namespace.
 func (r *Reconciler) budgetsOf(ctx context.Context, obj client.Object) []reconcile.Request {
 	list := &policyv1alpha1.PodUnavailableBudgetList{}
-	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))
@@ -163,7 +256,9 @@ func (r *Reconciler) podsOf(ctx context.Context, pub *policyv1alpha1.PodUnavaila
 		return nil, 0, nil
 	}
 	list := &corev1.PodList{}
-	if err := r.List(ctx, list, client.InNamespace(pub.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+	// The pods are only read: a budget over 10,000 pods must not copy
+	// them all on every recomputation.
+	if err := r.List(ctx, list, client.InNamespace(pub.Namespace), client.MatchingLabelsSelector{Selector: selector}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, 0, err
 	}
 	var pods []*corev1.Pod
@@ -191,13 +286,14 @@ func (r *Reconciler) podsOf(ctx context.Context, pub *policyv1alpha1.PodUnavaila
 // pods (a ReplicaSet of a Deployment counts as its Deployment). Pods
 // without a workload count nothing: protect-total-replicas covers them.
 func (r *Reconciler) expectedFor(ctx context.Context, namespace string, pods []*corev1.Pod) (int32, error) {
-	seen := map[types.UID]bool{}
+	seen, owners := map[types.UID]bool{}, map[types.UID]bool{}
 	var total int32
 	for _, pod := range pods {
 		ref := metav1.GetControllerOf(pod)
-		if ref == nil {
+		if ref == nil || owners[ref.UID] {
 			continue
 		}
+		owners[ref.UID] = true
 		top, err := workload.Top(ctx, r.Client, namespace, *ref)
 		if err != nil {
 			return 0, err
