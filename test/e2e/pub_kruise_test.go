@@ -281,4 +281,3 @@ func waitNoPods(t *testing.T, ns, selector string) {
 		return len(list.Items) == 0, fmt.Sprint(len(list.Items), " pods"), nil
 	})
 }
-

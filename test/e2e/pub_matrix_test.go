@@ -265,4 +265,3 @@ func readPod(t *testing.T, ns, name string) *corev1.Pod {
 	}
 	return pod
 }
-
