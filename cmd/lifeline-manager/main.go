@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	ppsworkloads "github.com/lifeline-k8s/lifeline/internal/pps/workloads"
+
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -77,8 +79,16 @@ func run() error {
 	flag.BoolVar(&o.controllers.CloneSetRecreateOnVCTChange, "cloneset-recreate-pods-when-vct-changes", false,
 		"Recreate, rather than update in place, pods of InPlaceIfPossible CloneSets whose volumeClaimTemplates changed since their revision, so they get claims of the new templates (OpenKruise's RecreatePodWhenChangeVCTInCloneSetGate).")
 	zapOpts := zap.Options{}
+	var whitelist string
+	flag.StringVar(&whitelist, "pps-workload-whitelist", "lifeline-system/kruise-configuration",
+		"namespace/name of the ConfigMap whose "+ppsworkloads.WhitelistKey+" lists the StatefulSet-like kinds PersistentPodStates may target (OpenKruise's kruise-configuration format).")
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if ns, name, ok := strings.Cut(whitelist, "/"); ok {
+		o.controllers.PPSWhitelist = types.NamespacedName{Namespace: ns, Name: name}
+	} else {
+		return fmt.Errorf("--pps-workload-whitelist %q: want namespace/name", whitelist)
+	}
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")

@@ -33,7 +33,7 @@ func run() error {
 	for _, ns := range podadmission.SystemNamespaces {
 		selector += "      - " + ns + "\n"
 	}
-	for _, name := range []string{"mpod.lifeline.dev", "vpod.lifeline.dev", "vpodeviction.lifeline.dev", "vpodupdate.lifeline.dev"} {
+	for _, name := range []string{"mpod.lifeline.dev", "mpodcreate.lifeline.dev", "vpod.lifeline.dev", "vpodeviction.lifeline.dev", "vpodupdate.lifeline.dev"} {
 		anchor := "  name: " + name + "\n"
 		if strings.Count(text, anchor) != 1 {
 			return fmt.Errorf("%s: want exactly one webhook named %s", manifests, name)

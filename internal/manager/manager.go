@@ -13,6 +13,12 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
+	ppscontroller "github.com/lifeline-k8s/lifeline/internal/pps/controller"
+	ppswebhook "github.com/lifeline-k8s/lifeline/internal/pps/webhook"
+	ppsworkloads "github.com/lifeline-k8s/lifeline/internal/pps/workloads"
+
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,6 +49,9 @@ type Options struct {
 	HookWaitWarning                time.Duration
 	CloneSetCreatePodsNormal       bool
 	CloneSetRecreateOnVCTChange    bool
+	// PPSWhitelist is the ConfigMap whose PPS_Watch_Custom_Workload_WhiteList
+	// names the StatefulSet-like kinds PersistentPodStates may target.
+	PPSWhitelist types.NamespacedName
 }
 
 // Scheme holds every type Lifeline reads or writes.
@@ -74,7 +83,28 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	pub := &pubcontroller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("podunavailablebudget-controller")}
-	return pub.SetupWithManager(mgr)
+	if err := pub.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	custom := &ppsworkloads.Whitelist{Reader: mgr.GetAPIReader(), ConfigMap: o.PPSWhitelist}
+	whitelists.Store(mgr, custom)
+	pps := &ppscontroller.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("persistentpodstate-controller"), Custom: custom}
+	if err := pps.SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	generator := &ppscontroller.Generator{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("persistentpodstate-generator")}
+	return generator.SetupWithManager(mgr)
+}
+
+// whitelists holds each manager's PersistentPodState whitelist, read by
+// its controller (Setup) and its webhooks (SetupWebhooks).
+var whitelists sync.Map
+
+func whitelist(mgr ctrl.Manager) *ppsworkloads.Whitelist {
+	if w, ok := whitelists.Load(mgr); ok {
+		return w.(*ppsworkloads.Whitelist)
+	}
+	return nil // Setup did not run: no custom kinds
 }
 
 // SetupWebhooks starts the webhook server with every Lifeline webhook. Call it
@@ -86,10 +116,14 @@ func SetupWebhooks(mgr ctrl.Manager, self string) {
 	decoder := admission.NewDecoder(mgr.GetScheme())
 	clonesetwebhook.Register(server, decoder, mgr.GetClient())
 	pubwebhook.Register(server, decoder, mgr.GetClient())
+	ppswebhook.Register(server, decoder, mgr.GetClient(), whitelist(mgr))
 
 	// Pod admission: features register in the order they run.
 	mutating, validating := &podadmission.Mutating{}, &podadmission.Validating{}
 	mutating.Register("cloneset-normal-in-bind", clonesetwebhook.NewBindingMutator(decoder, mgr.GetClient(), mgr.GetAPIReader()), clonesetwebhook.BindingTarget)
+	mutating.Register("persistentpodstate-placement", &ppswebhook.Injector{
+		States: mgr.GetClient(), Custom: whitelist(mgr), Recorder: mgr.GetEventRecorder("persistentpodstate-webhook"),
+	}, ppswebhook.CreateTarget)
 	// The budget first: a disruption it refuses must not be redirected.
 	validating.Register("podunavailablebudget", budgetGuard(mgr), slices.Concat(podadmission.DisruptionTargets, podadmission.UpdateTargets)...)
 	validating.Register("cloneset-hook-guard", &clonesetwebhook.HookGuard{

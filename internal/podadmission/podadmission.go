@@ -20,9 +20,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// The mutating webhook fails open: every feature registered with it must
-// be one a pod may do without (the binding mutator's work is redone by the
-// CloneSet controller). The validating webhooks, one per resource so that
+// The binding mutating webhook fails open: the binding mutator's work is
+// redone by the CloneSet controller. The pod-creation one fails closed,
+// like OpenKruise's: a StatefulSet pod created without the placement its
+// PersistentPodState recorded could land away from its data; its
+// matchConditions send it only pods named like a StatefulSet's (a
+// controller and a name ending in an ordinal; generated names are not set
+// yet at admission), so other pods never wait on Lifeline. The validating webhooks, one per resource so that
 // pod creations are not sent to it for nothing, fail closed, as
 // OpenKruise's do: a budget or a held hook that a manager restart let
 // through would be a disruption nobody can take back. Their blast radius is
@@ -33,6 +37,7 @@ import (
 // so hack/webhookselectors adds them. They have side effects only outside
 // dry runs (the budget's status, the hook guard's mark).
 // +kubebuilder:webhook:path=/mutate-pod,mutating=true,failurePolicy=ignore,timeoutSeconds=2,sideEffects=None,groups="",resources=pods/binding,verbs=create,versions=v1,name=mpod.lifeline.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-pod,mutating=true,failurePolicy=fail,timeoutSeconds=2,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpodcreate.lifeline.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-pod,mutating=false,failurePolicy=fail,timeoutSeconds=2,sideEffects=NoneOnDryRun,groups="",resources=pods,verbs=delete,versions=v1,name=vpod.lifeline.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-pod,mutating=false,failurePolicy=fail,timeoutSeconds=2,sideEffects=NoneOnDryRun,groups="",resources=pods/eviction,verbs=create,versions=v1,name=vpodeviction.lifeline.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-pod,mutating=false,failurePolicy=fail,timeoutSeconds=2,sideEffects=NoneOnDryRun,groups="",resources=pods;pods/resize,verbs=update,versions=v1,name=vpodupdate.lifeline.dev,admissionReviewVersions=v1
@@ -146,11 +151,14 @@ var UpdateTargets = []Target{
 	{SubResource: "resize", Operation: admissionv1.Update},
 }
 
-// MatchConditions are the CEL conditions each validating pod webhook is
-// called under, by webhook name: only requests that could take a pod out
-// of service. A pod already terminating is gone from service, and every
+// MatchConditions are the CEL conditions pod webhooks are called under,
+// by webhook name: for the validating ones, only requests that could take
+// a pod out of service; for pod creation, only pods a PersistentPodState
+// could place. A pod already terminating is gone from service, and every
 // feature lets its final deletion through.
 var MatchConditions = map[string][]MatchCondition{
+	"mpodcreate.lifeline.dev": {{Name: "ordinal-pod", Expression: "has(object.metadata.name) && object.metadata.name.matches('-[0-9]+$') && " +
+		"has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller)"}},
 	"vpod.lifeline.dev": {{Name: "not-terminating", Expression: "!has(oldObject.metadata.deletionTimestamp)"}},
 	"vpodupdate.lifeline.dev": {{Name: "may-disrupt", Expression: "object.spec != oldObject.spec || " +
 		"(has(object.metadata.labels) && object.metadata.labels.exists(k, k.startsWith('unavailable-pod.kruise.io/') && " +

@@ -95,6 +95,14 @@ type PersistentPodStateStatus struct {
 
 	// PodStates is where each pod, by name, last ran.
 	PodStates map[string]PodState `json:"podStates,omitempty"`
+
+	// Conditions say why nothing is recorded when the target cannot be
+	// followed (TargetReady False: NotFound, KindNotServed). Lifeline's
+	// addition; OpenKruise's status has none.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // PodState is where one pod last ran.
