@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
@@ -59,7 +60,7 @@ func (b *bench) budgetBench(ctx context.Context, l *cluster.Lifeline, covered, d
 	pub := &policyv1alpha1.PodUnavailableBudget{ObjectMeta: metav1.ObjectMeta{Namespace: guarded, Name: "guarded",
 		Annotations: map[string]string{policyv1alpha1.PubProtectTotalReplicasAnnotation: strconv.Itoa(covered)}},
 		Spec: policyv1alpha1.PodUnavailableBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}},
-			MaxUnavailable: ptr(intstr.FromString("25%"))}}
+			MaxUnavailable: ptr.To(intstr.FromString("25%"))}}
 	if err := b.k8s.Create(ctx, pub); err != nil {
 		return err
 	}
@@ -106,8 +107,6 @@ func (b *bench) budgetBench(ctx context.Context, l *cluster.Lifeline, covered, d
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func ptr[T any](v T) *T { return &v }
 
 // createPods creates n bare pods labelled app, inFlight at a time.
 func (b *bench) createPods(ctx context.Context, ns, app string, n, inFlight int) error {

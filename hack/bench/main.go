@@ -1,6 +1,7 @@
 // Command bench compares CloneSet with Deployment on one local cluster, in
 // one run: scale-up from 0, a rolling update at maxUnavailable 20%, and a
-// scale-down to 100. It then times pod deletions with and without a
+// scale-down to 100. It then times pod creations with and without a
+// PersistentPodState record, and pod deletions with and without a
 // PodUnavailableBudget covering 10,000 pods. Both controllers get the same client QPS. It prints a
 // table of figures; it is a benchmark, not a test, and asserts nothing.
 package main
@@ -51,10 +52,11 @@ func main() {
 	budgetPods := flag.Int("budget-pods", 10000, "pods a PodUnavailableBudget covers in the deletion run (0: no deletion run)")
 	budgetDeletions := flag.Int("budget-deletions", 2000, "pods deleted in the deletion run, with and without the budget")
 	budgetInFlight := flag.Int("budget-in-flight", 50, "deletions in flight at once")
+	ppsRecords := flag.Int("pps-records", 1000, "records of the PersistentPodState in the pod-creation run, and pods created (0: no run)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	budget := budgetRun{covered: *budgetPods, deletions: *budgetDeletions, inFlight: *budgetInFlight}
+	budget := budgetRun{covered: *budgetPods, deletions: *budgetDeletions, inFlight: *budgetInFlight, ppsRecords: *ppsRecords}
 	if err := run(ctx, *pods, *down, *qps, *nodes, strings.Split(*only, ","), *verbose, budget); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -95,7 +97,7 @@ type result struct {
 }
 
 // budgetRun sizes the PodUnavailableBudget deletion run.
-type budgetRun struct{ covered, deletions, inFlight int }
+type budgetRun struct{ covered, deletions, inFlight, ppsRecords int }
 
 func run(ctx context.Context, pods, down, qps, nodes int, only []string, verbose bool, budget budgetRun) error {
 	root, err := cluster.RepoRoot()
@@ -176,6 +178,11 @@ func run(ctx context.Context, pods, down, qps, nodes int, only []string, verbose
 	}
 	if len(results) > 0 {
 		report(results)
+	}
+	if budget.ppsRecords > 0 {
+		if err := b.ppsBench(ctx, l, budget.ppsRecords, budget.inFlight); err != nil {
+			return err
+		}
 	}
 	if budget.covered > 0 {
 		return b.budgetBench(ctx, l, budget.covered, budget.deletions, budget.inFlight)

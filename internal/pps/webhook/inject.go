@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -22,12 +23,19 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/pps/workloads"
 )
 
-var injections = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "lifeline_pps_injections_total",
-	Help: "Pods created with the placement their PersistentPodState recorded, by PersistentPodState (namespace/name).",
-}, []string{"pps"})
+var (
+	injections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lifeline_pps_injections_total",
+		Help: "Pods created with the placement their PersistentPodState recorded, by PersistentPodState (namespace/name).",
+	}, []string{"pps"})
+	injectLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "lifeline_pps_injection_duration_seconds",
+		Help:    "How long deciding a created pod's placement took in the pod webhook.",
+		Buckets: prometheus.ExponentialBucketsRange(0.00002, 1, 24),
+	})
+)
 
-func init() { metrics.Registry.MustRegister(injections) }
+func init() { metrics.Registry.MustRegister(injections, injectLatency) }
 
 // CreateTarget is what the injector admits: pod CREATE.
 var CreateTarget = podadmission.Target{Operation: "CREATE"}
@@ -46,6 +54,8 @@ type Injector struct {
 
 // Mutate implements podadmission.Mutator.
 func (in *Injector) Mutate(ctx context.Context, req admission.Request, raw []byte) ([]byte, error) {
+	start := time.Now()
+	defer func() { injectLatency.Observe(time.Since(start).Seconds()) }()
 	pod := &corev1.Pod{}
 	if err := json.Unmarshal(raw, pod); err != nil {
 		return nil, err
