@@ -162,6 +162,8 @@ func fullPersistentPodState() *appsv1alpha1.PersistentPodState {
 				NodeTopologyLabels: map[string]string{"topology.kubernetes.io/zone": "zone-b", "kubernetes.io/hostname": "kwok-node-1"},
 				Annotations:        map[string]string{"cni.projectcalico.org/podIP": "10.244.0.9"},
 			}},
+			Conditions: []metav1.Condition{{Type: "TargetReady", Status: metav1.ConditionTrue, ObservedGeneration: 1,
+				LastTransitionTime: metav1.NewTime(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)), Reason: "Found", Message: "following StatefulSet echoserver"}},
 		},
 	}
 }
