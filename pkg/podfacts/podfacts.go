@@ -60,6 +60,18 @@ func IsAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 	return (s == "" || s == pub.LifecycleStateNormal) && IsReady(pod, minReadySeconds, now)
 }
 
+// HasReadyCondition reports whether the pod's Ready condition is True,
+// whatever its phase and lifecycle state: what the kubelet says, before
+// any workload's own rules (IsReady, IsAvailable) are applied.
+func HasReadyCondition(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // ReadySince is when the pod last became Ready, or the zero time.
 func ReadySince(pod *corev1.Pod) time.Time {
 	for _, c := range pod.Status.Conditions {

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
@@ -264,39 +263,11 @@ func TestInPlaceRolloutAcrossControllerRestarts(t *testing.T) {
 // unavailable).
 func watchOutOfService(t *testing.T, ns string) func() int {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	out := map[string]bool{}
-	most := 0
-	go func() {
-		for ev := range w.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			mu.Lock()
-			out[pod.Name] = ev.Type != watch.Deleted && (podCondition(pod, corev1.PodReady) != corev1.ConditionTrue ||
-				podCondition(pod, pub.InPlaceUpdateReady) != corev1.ConditionTrue || pod.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal))
-			n := 0
-			for _, o := range out {
-				if o {
-					n++
-				}
-			}
-			most = max(most, n)
-			mu.Unlock()
-		}
-	}()
-	return func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return most
-	}
+	_, most := followPods(t, ns, "", func(pod *corev1.Pod) bool {
+		return podCondition(pod, corev1.PodReady) != corev1.ConditionTrue ||
+			podCondition(pod, pub.InPlaceUpdateReady) != corev1.ConditionTrue || pod.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal)
+	})
+	return most
 }
 
 // TestInPlaceUpdateByContainerPriority is OpenKruise's e2e 13: redis, with

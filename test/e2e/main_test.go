@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -105,4 +107,57 @@ func podCondition(pod *corev1.Pod, t corev1.PodConditionType) corev1.ConditionSt
 		}
 	}
 	return ""
+}
+
+// followPods follows the pods of ns matching selector (all when empty)
+// from now on, with a watch of its own, and returns the fewest and the
+// most of them that counted at any moment.
+func followPods(t *testing.T, ns, selector string, counted func(*corev1.Pod) bool) (fewest, most func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]bool{}
+	for i := range list.Items {
+		in[list.Items[i].Name] = counted(&list.Items[i])
+	}
+	count := func() int {
+		n := 0
+		for _, c := range in {
+			if c {
+				n++
+			}
+		}
+		return n
+	}
+	low, high := count(), count()
+	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	go func() {
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			mu.Lock()
+			in[pod.Name] = ev.Type != watch.Deleted && counted(pod)
+			n := count()
+			low, high = min(low, n), max(high, n)
+			mu.Unlock()
+		}
+	}()
+	read := func(v *int) func() int {
+		return func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return *v
+		}
+	}
+	return read(&low), read(&high)
 }

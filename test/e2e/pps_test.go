@@ -9,7 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 )
@@ -289,19 +287,7 @@ func findCondition(conditions []metav1.Condition, t string) *metav1.Condition {
 func TestPersistentPodStateStatefulSetLike(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
-	preserve := true
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "shards.example.lifeline.dev"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "example.lifeline.dev", Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "shards", Singular: "shard", Kind: "Shard", ListKind: "ShardList"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}}}},
-		},
-	}
-	if _, err := envtest.InstallCRDs(local.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}}); err != nil {
-		t.Fatal(err)
-	}
+	installCRD(t, "Shard", "shards", false)
 	whitelist := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "lifeline-system", Name: "kruise-configuration"},
 		Data: map[string]string{"PPS_Watch_Custom_Workload_WhiteList": `{"workloads":[{"Group":"example.lifeline.dev","Version":"v1","Kind":"Shard"}]}`}}
 	create(t, whitelist)

@@ -40,19 +40,7 @@ func TestPodUnavailableBudgetGuardsDeletesAndEvictions(t *testing.T) {
 	}
 	settledBudget := policyv1alpha1.PodUnavailableBudgetStatus{TotalReplicas: 4, DesiredAvailable: 3, CurrentAvailable: 4, UnavailableAllowed: 1}
 	waitBudget(t, ns, "api", settledBudget)
-	pods := func() []corev1.Pod {
-		list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=api"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var live []corev1.Pod
-		for _, p := range list.Items {
-			if p.DeletionTimestamp == nil {
-				live = append(live, p)
-			}
-		}
-		return live
-	}
+	pods := func() []corev1.Pod { return livePods(t, ns, "app=api") }
 	p := pods()
 	if err := client.CoreV1().Pods(ns).Delete(ctx, p[0].Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("the one allowed delete: %v", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
@@ -42,51 +40,10 @@ func drainNodes(t *testing.T, names ...string) {
 // being deleted.
 func watchAvailable(t *testing.T, ns, selector string) func() int {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		t.Fatal(err)
-	}
-	available := map[string]bool{}
-	isAvailable := func(p *corev1.Pod) bool {
+	fewest, _ := followPods(t, ns, selector, func(p *corev1.Pod) bool {
 		return p.DeletionTimestamp == nil && podCondition(p, corev1.PodReady) == corev1.ConditionTrue
-	}
-	for i := range list.Items {
-		available[list.Items[i].Name] = isAvailable(&list.Items[i])
-	}
-	count := func() int {
-		n := 0
-		for _, a := range available {
-			if a {
-				n++
-			}
-		}
-		return n
-	}
-	fewest := count()
-	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: list.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	go func() {
-		for ev := range w.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			mu.Lock()
-			available[pod.Name] = ev.Type != watch.Deleted && isAvailable(pod)
-			fewest = min(fewest, count())
-			mu.Unlock()
-		}
-	}()
-	return func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return fewest
-	}
+	})
+	return fewest
 }
 
 // TestKubectlDrainHonoursTheBudget: kubectl drain of a node holding all

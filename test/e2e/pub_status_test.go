@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,22 +112,26 @@ func TestPodUnavailableBudgetStatus(t *testing.T) {
 
 // fleetCRD installs Fleet (example.lifeline.dev/v1), a workload with a
 // scale subresource and no controller: the tests drive it.
-func fleetCRD(t *testing.T) {
+func fleetCRD(t *testing.T) { installCRD(t, "Fleet", "fleets", true) }
+
+// installCRD installs a namespaced kind of example.lifeline.dev/v1 with
+// any fields, a status subresource, and a scale subresource when scale.
+func installCRD(t *testing.T, kind, plural string, scale bool) {
 	t.Helper()
 	preserve := true
+	version := apiextensionsv1.CustomResourceDefinitionVersion{Name: "v1", Served: true, Storage: true,
+		Schema:       &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}},
+		Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}}
+	if scale {
+		version.Subresources.Scale = &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas",
+			LabelSelectorPath: ptr.To(".status.selector")}
+	}
 	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "fleets.example.lifeline.dev"},
+		ObjectMeta: metav1.ObjectMeta{Name: plural + ".example.lifeline.dev"},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: "example.lifeline.dev", Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "fleets", Singular: "fleet", Kind: "Fleet", ListKind: "FleetList"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: &preserve}},
-				Subresources: &apiextensionsv1.CustomResourceSubresources{
-					Status: &apiextensionsv1.CustomResourceSubresourceStatus{},
-					Scale: &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas",
-						LabelSelectorPath: ptr.To(".status.selector")},
-				}}},
+			Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Singular: strings.ToLower(kind), Kind: kind, ListKind: kind + "List"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{version},
 		},
 	}
 	if _, err := envtest.InstallCRDs(local.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}}); err != nil {

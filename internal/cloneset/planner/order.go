@@ -36,15 +36,6 @@ func deletionCost(pod *corev1.Pod) int64 {
 	return v
 }
 
-func podReadyCondition(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // SortForScaleIn orders pods so that the ones to delete first come first:
 // unscheduled, then pending, then unavailable (lifecycle hooks and
 // minReadySeconds count) and not ready; then lower pod-deletion-cost; then
@@ -68,7 +59,7 @@ func SortForScaleIn(pods []*corev1.Pod, spread []corev1.TopologySpreadConstraint
 		if aa, ba := podfacts.IsAvailable(a, minReadySeconds, now), podfacts.IsAvailable(b, minReadySeconds, now); aa != ba {
 			return !aa
 		}
-		if ar, br := podReadyCondition(a), podReadyCondition(b); ar != br {
+		if ar, br := podfacts.HasReadyCondition(a), podfacts.HasReadyCondition(b); ar != br {
 			return !ar
 		}
 		if ac, bc := deletionCost(a), deletionCost(b); ac != bc {
@@ -96,7 +87,7 @@ func lessByProgress(a, b *corev1.Pod) (less, decided bool) {
 // keepOrderTail breaks ties the way Kubernetes' ActivePods does: the pod
 // ready for the shorter time, the more restarted, then the newer goes first.
 func keepOrderTail(a, b *corev1.Pod) bool {
-	if podReadyCondition(a) && podReadyCondition(b) {
+	if podfacts.HasReadyCondition(a) && podfacts.HasReadyCondition(b) {
 		ta, tb := podfacts.ReadySince(a), podfacts.ReadySince(b)
 		if !ta.Equal(tb) {
 			return ta.After(tb)
@@ -170,7 +161,7 @@ func SortForUpdate(pods []*corev1.Pod, strategy *pub.UpdatePriorityStrategy, sca
 		if less, decided := lessByProgress(a, b); decided {
 			return less
 		}
-		if ar, br := podReadyCondition(a), podReadyCondition(b); ar != br {
+		if ar, br := podfacts.HasReadyCondition(a), podfacts.HasReadyCondition(b); ar != br {
 			return !ar
 		}
 		return keepOrderTail(a, b)

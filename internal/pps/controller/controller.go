@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
+
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -101,7 +103,7 @@ func (r *Reconciler) podEvents() handler.TypedEventHandler[client.Object, reconc
 			old, ok1 := e.ObjectOld.(*corev1.Pod)
 			pod, ok2 := e.ObjectNew.(*corev1.Pod)
 			if ok1 && ok2 && old.ResourceVersion != pod.ResourceVersion &&
-				((old.DeletionTimestamp == nil && pod.DeletionTimestamp != nil) || (!ready(old) && ready(pod))) {
+				((old.DeletionTimestamp == nil && pod.DeletionTimestamp != nil) || (!podfacts.HasReadyCondition(old) && podfacts.HasReadyCondition(pod))) {
 				enqueue(ctx, pod, q)
 			}
 		},
@@ -131,9 +133,7 @@ func (r *Reconciler) statesOf(ctx context.Context, obj client.Object) []reconcil
 	}
 	var out []reconcile.Request
 	for _, pps := range list.Items {
-		t := pps.Spec.TargetReference
-		gv, err := schema.ParseGroupVersion(t.APIVersion)
-		if err == nil && gv.Group == gk.Group && t.Kind == gk.Kind && t.Name == name {
+		if workloads.Targets(pps.Spec.TargetReference, gk, name) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pps.Namespace, Name: pps.Name}})
 		}
 	}
@@ -230,7 +230,7 @@ func (r *Reconciler) countReturns(pps *appsv1alpha1.PersistentPodState, s state.
 	r.counted[key] = now
 	for name, pod := range s.Pods {
 		recorded, ok := pps.Status.PodStates[name]
-		if !ok || pod.Annotations[appsv1alpha1.InjectedPersistentPodStateKey] != pps.Name || !ready(pod) {
+		if !ok || pod.Annotations[appsv1alpha1.InjectedPersistentPodStateKey] != pps.Name || !podfacts.HasReadyCondition(pod) {
 			continue
 		}
 		now[pod.UID] = true
@@ -268,13 +268,4 @@ func (r *Reconciler) write(ctx context.Context, pps *appsv1alpha1.PersistentPodS
 
 func setCondition(status *appsv1alpha1.PersistentPodStateStatus, generation int64, s metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionTargetReady, Status: s, Reason: reason, Message: message, ObservedGeneration: generation})
-}
-
-func ready(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

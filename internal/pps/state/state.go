@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
@@ -84,7 +86,7 @@ func Status(s Snapshot) (appsv1alpha1.PersistentPodStateStatus, []Change) {
 	keys := TopologyKeys(s.Spec)
 	for _, name := range slices.Sorted(maps.Keys(s.Pods)) {
 		pod := s.Pods[name]
-		if !ready(pod) || pod.Spec.NodeName == "" {
+		if !podfacts.HasReadyCondition(pod) || pod.Spec.NodeName == "" {
 			continue
 		}
 		node, ok := s.Nodes[pod.Spec.NodeName]
@@ -140,15 +142,6 @@ func record(spec appsv1alpha1.PersistentPodStateSpec, keys []string, pod *corev1
 		}
 	}
 	return st
-}
-
-func ready(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // valid reports whether the workload still has ordinal: the first

@@ -116,9 +116,7 @@ func (in *Injector) stateFor(ctx context.Context, namespace string, gk schema.Gr
 	slices.SortFunc(list.Items, func(a, b appsv1alpha1.PersistentPodState) int { return strings.Compare(a.Name, b.Name) })
 	for i := range list.Items {
 		pps := &list.Items[i]
-		t := pps.Spec.TargetReference
-		gv, err := schema.ParseGroupVersion(t.APIVersion)
-		if err == nil && pps.DeletionTimestamp == nil && gv.Group == gk.Group && t.Kind == gk.Kind && t.Name == name {
+		if pps.DeletionTimestamp == nil && workloads.Targets(pps.Spec.TargetReference, gk, name) {
 			return pps, nil
 		}
 	}

@@ -135,7 +135,6 @@ func validateKeys(keys []string, p *field.Path) field.ErrorList {
 }
 
 func sameTarget(a, b appsv1alpha1.TargetReference) bool {
-	ga, errA := schema.ParseGroupVersion(a.APIVersion)
-	gb, errB := schema.ParseGroupVersion(b.APIVersion)
-	return errA == nil && errB == nil && ga.Group == gb.Group && a.Kind == b.Kind && a.Name == b.Name
+	gv, err := schema.ParseGroupVersion(b.APIVersion)
+	return err == nil && workloads.Targets(a, gv.WithKind(b.Kind).GroupKind(), b.Name)
 }

@@ -41,6 +41,13 @@ func IsAdvanced(gk schema.GroupKind) bool {
 	return gk.Kind == "StatefulSet" && gk.Group == appsv1alpha1.GroupVersion.Group
 }
 
+// Targets reports whether t names the workload of kind gk called name: by
+// API group, kind and name; the version does not matter.
+func Targets(t appsv1alpha1.TargetReference, gk schema.GroupKind, name string) bool {
+	gv, err := schema.ParseGroupVersion(t.APIVersion)
+	return err == nil && gv.Group == gk.Group && t.Kind == gk.Kind && t.Name == name
+}
+
 // Whitelist reads the whitelisted kinds from a ConfigMap, at most once
 // every few seconds.
 type Whitelist struct {

@@ -81,13 +81,7 @@ func Ready(pod *corev1.Pod) bool {
 			return false
 		}
 	}
-	ready := false
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			ready = c.Status == corev1.ConditionTrue
-		}
-	}
-	return ready && podfacts.Grace(pod) == nil && (podfacts.InPlaceUpdateState(pod) == nil || podfacts.InPlaceUpdateDone(pod))
+	return podfacts.HasReadyCondition(pod) && podfacts.Grace(pod) == nil && (podfacts.InPlaceUpdateState(pod) == nil || podfacts.InPlaceUpdateDone(pod))
 }
 
 // Snapshot is what a budget's status is computed from.
