@@ -106,8 +106,9 @@ func createFleet(t *testing.T, ns, name string, replicas int) {
 // effect on the pod as read back, and the refusal it meets beyond the
 // budget.
 type matrixDisruption struct {
-	do      func(ctx context.Context, ns string, pod corev1.Pod) error
-	done    func(pod *corev1.Pod) bool
+	do func(ctx context.Context, ns string, pod corev1.Pod) error
+	// done judges pod as read back now (nil when gone) against before.
+	done    func(before corev1.Pod, pod *corev1.Pod) bool
 	refused func(error) bool
 }
 
@@ -116,13 +117,13 @@ var matrixDisruptions = map[string]matrixDisruption{
 		do: func(ctx context.Context, ns string, pod corev1.Pod) error {
 			return client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{})
 		},
-		done: func(pod *corev1.Pod) bool { return pod == nil || pod.DeletionTimestamp != nil }, refused: apierrors.IsForbidden,
+		done: gone, refused: apierrors.IsForbidden,
 	},
 	"evict": {
 		do: func(ctx context.Context, ns string, pod corev1.Pod) error {
 			return client.CoreV1().Pods(ns).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod.Name}})
 		},
-		done: func(pod *corev1.Pod) bool { return pod == nil || pod.DeletionTimestamp != nil }, refused: apierrors.IsTooManyRequests,
+		done: gone, refused: apierrors.IsTooManyRequests,
 	},
 	"image": {
 		do: func(ctx context.Context, ns string, pod corev1.Pod) error {
@@ -130,7 +131,9 @@ var matrixDisruptions = map[string]matrixDisruption{
 				[]byte(`{"spec":{"containers":[{"name":"main","image":"nginx:1.28"}]}}`), metav1.PatchOptions{})
 			return err
 		},
-		done: func(pod *corev1.Pod) bool { return pod != nil && pod.Spec.Containers[0].Image == "nginx:1.28" }, refused: apierrors.IsForbidden,
+		done: func(_ corev1.Pod, pod *corev1.Pod) bool {
+			return pod != nil && pod.Spec.Containers[0].Image == "nginx:1.28"
+		}, refused: apierrors.IsForbidden,
 	},
 	"label": {
 		do: func(ctx context.Context, ns string, pod corev1.Pod) error {
@@ -138,7 +141,7 @@ var matrixDisruptions = map[string]matrixDisruption{
 				[]byte(`{"metadata":{"labels":{"unavailable-pod.kruise.io/maintenance":"true"}}}`), metav1.PatchOptions{})
 			return err
 		},
-		done: func(pod *corev1.Pod) bool {
+		done: func(_ corev1.Pod, pod *corev1.Pod) bool {
 			return pod != nil && pod.Labels["unavailable-pod.kruise.io/maintenance"] == "true"
 		}, refused: apierrors.IsForbidden,
 	},
@@ -148,10 +151,16 @@ var matrixDisruptions = map[string]matrixDisruption{
 			_, err := client.CoreV1().Pods(ns).UpdateResize(ctx, pod.Name, &pod, metav1.UpdateOptions{})
 			return err
 		},
-		done: func(pod *corev1.Pod) bool {
+		done: func(_ corev1.Pod, pod *corev1.Pod) bool {
 			return pod != nil && pod.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() == 200
 		}, refused: apierrors.IsForbidden,
 	},
+}
+
+// gone: the pod is gone, going, or already replaced by a new pod of the
+// same name (a StatefulSet's).
+func gone(before corev1.Pod, pod *corev1.Pod) bool {
+	return pod == nil || pod.DeletionTimestamp != nil || pod.UID != before.UID
 }
 
 // TestPodUnavailableBudgetMatrix: for a CloneSet, a Deployment, a
@@ -193,10 +202,10 @@ func TestPodUnavailableBudgetMatrix(t *testing.T) {
 				if !disrupt.refused(err) || !strings.Contains(err.Error(), "PodUnavailableBudget "+name+" allows no more unavailable pods") {
 					t.Errorf("a second %s: %v", op, err)
 				}
-				if first := readPod(t, ns, pods[0].Name); !disrupt.done(first) {
+				if first := readPod(t, ns, pods[0].Name); !disrupt.done(pods[0], first) {
 					t.Errorf("%s admitted but not done", pods[0].Name)
 				}
-				if second := readPod(t, ns, pods[1].Name); disrupt.done(second) {
+				if second := readPod(t, ns, pods[1].Name); disrupt.done(pods[1], second) {
 					t.Errorf("%s refused but done anyway", pods[1].Name)
 				}
 			})
