@@ -123,6 +123,10 @@ func (g *Guard) commitAll(key types.NamespacedName, q *queue) {
 // controller wrote first: the batch is decided again on a fresh read.
 func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, batch []*ask) {
 	pub, err := g.base(ctx, key, q)
+	if apierrors.IsNotFound(err) {
+		answerAll(batch, nil, nil, nil) // the budget went meanwhile: nothing to guard
+		return
+	}
 	for i := 0; err == nil && i < attempts; i++ {
 		decisions, status := decide(pub, batch, g.Now())
 		if status == nil {
@@ -145,7 +149,10 @@ func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, 
 			return
 		case apierrors.IsConflict(err):
 			fresh := &policyv1alpha1.PodUnavailableBudget{}
-			if err = g.Live.Get(ctx, key, fresh); err == nil {
+			if err = g.Live.Get(ctx, key, fresh); apierrors.IsNotFound(err) {
+				answerAll(batch, nil, nil, nil)
+				return
+			} else if err == nil {
 				pub, q.last = fresh, fresh
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -111,5 +112,20 @@ func TestDecide(t *testing.T) {
 	}
 	if _, s := decide(pub, batch[:1], time.Now()); s != nil {
 		t.Errorf("a lone dry run writes %+v", s)
+	}
+}
+
+// A budget deleted between finding it and recording in it guards nothing:
+// the disruption is let through, not failed.
+func TestCommitAfterTheBudgetWent(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = policyv1alpha1.AddToScheme(scheme)
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	g := &Guard{Cache: c, Live: c, Writer: c, Recorder: events.NewFakeRecorder(10), Now: time.Now}
+	a := &ask{pod: readyPod(0), op: policyv1alpha1.PubDeleteOperation, done: make(chan answer, 1)}
+	g.commit(context.Background(), types.NamespacedName{Namespace: "ns", Name: "gone"}, &queue{}, []*ask{a})
+	if ans := <-a.done; ans.err != nil || !ans.d.Allowed {
+		t.Errorf("after the budget went: %+v", ans)
 	}
 }
