@@ -9,6 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -85,10 +88,21 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appsv1alpha1.PersistentPodState{}).
 		Watches(&corev1.Pod{}, r.podEvents()).
-		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.statesOf)).
+		// A StatefulSet matters when it comes, goes or scales; its status
+		// writes (one per pod that becomes ready) do not.
+		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.statesOf), builder.WithPredicates(scaledOrDeleted)).
 		Named("persistentpodstate").
 		Complete(r)
 }
+
+// scaledOrDeleted passes a StatefulSet's creation and deletion, and an
+// update of its replicas or its deletion timestamp.
+var scaledOrDeleted = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	old, ok1 := e.ObjectOld.(*appsv1.StatefulSet)
+	sts, ok2 := e.ObjectNew.(*appsv1.StatefulSet)
+	return !ok1 || !ok2 || !apiequality.Semantic.DeepEqual(old.Spec.Replicas, sts.Spec.Replicas) ||
+		(old.DeletionTimestamp == nil) != (sts.DeletionTimestamp == nil)
+}}
 
 // podEvents requeues a pod's PersistentPodState when the pod becomes
 // Ready, starts terminating or goes.
@@ -194,8 +208,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-// podsAndNodes reads the workload's active pods and the nodes of the
-// Ready ones.
+// podsAndNodes reads the workload's active pods and the nodes they run
+// on (from the cache; a node not there yet defers its pods' records).
 func (r *Reconciler) podsAndNodes(ctx context.Context, namespace string, owner types.UID) (map[string]*corev1.Pod, map[string]*corev1.Node, error) {
 	list := &corev1.PodList{}
 	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{ownerIndex: string(owner)}); err != nil {

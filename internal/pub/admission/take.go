@@ -50,9 +50,10 @@ func (g *Guard) Take(ctx context.Context, pod *corev1.Pod, op policyv1alpha1.Pub
 		return nil, budget.Decision{Allowed: true}, err
 	}
 	key := pub.Namespace + "/" + pub.Name
-	// A disruption that costs nothing is answered at once: only the
-	// budget's controller removes records, so "already recorded" holds.
-	if d := budget.Admit(pub, pod, op, g.Now()); d.Allowed && d.Status == nil {
+	// A disruption that costs nothing is answered at once, on the cached
+	// budget and without copying its records: only the budget's
+	// controller removes records, so "already recorded" holds.
+	if d, free := budget.Free(pub.Annotations, &pub.Status, pod, op); free {
 		admissions.WithLabelValues(key, string(op), "free").Inc()
 		return pub, d, nil
 	}

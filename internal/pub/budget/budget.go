@@ -219,27 +219,38 @@ func Admit(pub *policyv1alpha1.PodUnavailableBudget, pod *corev1.Pod, op policyv
 	return d
 }
 
+// Free reports whether disrupting pod by op costs a budget with these
+// annotations and status nothing, and why: the pod opts out, is already
+// unavailable, or is already recorded; the budget requires no pod or does
+// not guard op. It reads status without copying it, so the admission can
+// answer these at once on the cached budget.
+func Free(annotations map[string]string, st *policyv1alpha1.PodUnavailableBudgetStatus, pod *corev1.Pod, op policyv1alpha1.PubOperation) (Decision, bool) {
+	switch {
+	case pod.Annotations[policyv1alpha1.PodPubNoProtectionAnnotation] == "true":
+		return Decision{Allowed: true, Reason: "the pod opts out of budgets"}, true
+	case !Ready(pod):
+		return Decision{Allowed: true, Reason: "the pod is already unavailable"}, true
+	case st.DesiredAvailable == 0:
+		return Decision{Allowed: true, Reason: "the budget requires no pod available"}, true
+	case !Protects(annotations, op):
+		return Decision{Allowed: true, Reason: fmt.Sprintf("the budget does not guard %s", op)}, true
+	}
+	_, disrupted := st.DisruptedPods[pod.Name]
+	_, unavailable := st.UnavailablePods[pod.Name]
+	if disrupted || unavailable {
+		return Decision{Allowed: true, Reason: "the pod's disruption was already admitted"}, true
+	}
+	return Decision{}, false
+}
+
 // AdmitInto is Admit deciding on, and recording into, status (pub's own
 // status is not read): a batch of admissions decides in turn on one
 // status without copying it for each. The returned Decision's Status is
 // status when the disruption was recorded, nil otherwise.
 func AdmitInto(pub *policyv1alpha1.PodUnavailableBudget, status *policyv1alpha1.PodUnavailableBudgetStatus, pod *corev1.Pod, op policyv1alpha1.PubOperation, now time.Time) Decision {
 	st := status
-	switch {
-	case pod.Annotations[policyv1alpha1.PodPubNoProtectionAnnotation] == "true":
-		return Decision{Allowed: true, Reason: "the pod opts out of budgets"}
-	case !Ready(pod):
-		return Decision{Allowed: true, Reason: "the pod is already unavailable"}
-	case st.DesiredAvailable == 0:
-		return Decision{Allowed: true, Reason: "the budget requires no pod available"}
-	case !Protects(pub.Annotations, op):
-		return Decision{Allowed: true, Reason: fmt.Sprintf("the budget does not guard %s", op)}
-	}
-	if _, ok := st.DisruptedPods[pod.Name]; ok {
-		return Decision{Allowed: true, Reason: "the pod's disruption was already admitted"}
-	}
-	if _, ok := st.UnavailablePods[pod.Name]; ok {
-		return Decision{Allowed: true, Reason: "the pod's disruption was already admitted"}
+	if d, free := Free(pub.Annotations, st, pod, op); free {
+		return d
 	}
 	if st.UnavailableAllowed <= 0 {
 		return Decision{Reason: fmt.Sprintf("PodUnavailableBudget %s allows no more unavailable pods: %d available, %d desired, %d total",
