@@ -48,10 +48,31 @@ vet:
 	@for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 	@test -z "$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go'); exit 1; }
 
+# The steps of make test. Each runs even when an earlier one fails, and the
+# failures are listed together at the end, so one red module never hides
+# another's result.
+TEST_STEPS := tracked-files verify-generated vet test-main $(addprefix test-module/,$(SUBMODULES))
+
 .PHONY: test
-test: verify-generated vet ## Unit, integration (envtest) and end-to-end (local cluster) tests.
+test: ## Unit, integration (envtest) and end-to-end (local cluster) tests of every module.
+	@failed=; for step in $(TEST_STEPS); do \
+	  echo "=== make $$step"; \
+	  $(MAKE) --no-print-directory $$step || failed="$$failed $$step"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
+	echo "make test: all $(words $(TEST_STEPS)) steps passed"
+
+.PHONY: tracked-files
+tracked-files: ## Fail when git tracks an executable binary or a file over 1 MiB outside testdata/.
+	$(GO) run ./hack/trackedfiles
+
+.PHONY: test-main
+test-main: ## The main module's tests: unit, integration and end-to-end.
 	KUBEBUILDER_ASSETS=$$($(DEVCTL) envtest) $(GO) test -count=1 -timeout 45m ./...
-	@for m in $(SUBMODULES); do (cd $$m && $(GO) test -count=1 ./...) || exit 1; done
+
+.PHONY: test-module/%
+test-module/%: ## The tests of one of the other modules (SUBMODULES).
+	cd $* && $(GO) test -count=1 ./...
 
 .PHONY: unit
 unit: ## Tests that need no API server.

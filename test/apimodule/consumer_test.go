@@ -17,7 +17,7 @@ const apiModule = "github.com/lifeline-k8s/lifeline/api"
 // and k8s.io/apimachinery, so `go get` of it works from any operator's
 // go.mod, whatever controller-runtime or Kubernetes it builds against.
 func TestAPIModuleStandsAlone(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(apiDir(t), "go.mod"))
+	data, err := os.ReadFile(filepath.Join(repoDir(t, "api"), "go.mod"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,38 +35,20 @@ func TestAPIModuleStandsAlone(t *testing.T) {
 	}
 }
 
-// TestHookOperatorBuildsAgainstTheAPIModule: a throw-away module outside
-// the repository requires the API module, pointed at this copy, and builds
-// and runs a program using the CloneSet types and the lifecycle constants.
-// It never reaches the network: GOPROXY=off, the modules it needs are those
-// this repository's own build has in the module cache.
+// TestHookOperatorBuildsAgainstTheAPIModule: a hook operator's new module
+// gets the API module with `go get` (no replace directive), and builds and
+// runs a program using the CloneSet types and the lifecycle constants,
+// pulling in neither client-go nor controller-runtime nor k8s.io/kubernetes.
 func TestHookOperatorBuildsAgainstTheAPIModule(t *testing.T) {
-	dir := t.TempDir()
-	// The go.mod `go mod tidy` gives such an operator: the API module and
-	// what it needs, so the build reads no other module's go.mod.
-	apiMod, err := os.ReadFile(filepath.Join(apiDir(t), "go.mod"))
-	if err != nil {
+	dir, run := stranger(t, "example.com/hookoperator")
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(operator), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	api, err := modfile.Parse("go.mod", apiMod, nil)
-	if err != nil {
-		t.Fatal(err)
+	run("go", "get", apiModule)
+	run("go", "mod", "tidy")
+	if f := parseMod(t, filepath.Join(dir, "go.mod")); len(f.Replace) != 0 {
+		t.Errorf("the operator's go.mod has %d replace directives", len(f.Replace))
 	}
-	goMod := "module example.com/hookoperator\n\ngo 1.26.0\n\nrequire (\n\t" + apiModule + " v0.0.0\n"
-	for _, r := range api.Require {
-		goMod += "\t" + r.Mod.Path + " " + r.Mod.Version + " // indirect\n"
-	}
-	goMod += ")\n\nreplace " + apiModule + " => " + apiDir(t) + "\n"
-	sum, err := os.ReadFile(filepath.Join(apiDir(t), "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, content := range map[string]string{"go.mod": goMod, "go.sum": string(sum), "main.go": operator} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run := offline(t, dir)
 	run("go", "build", "-o", "operator", ".")
 	if out := run(filepath.Join(dir, "operator")); out != "CloneSet apps.kruise.io/v1alpha1 lifecycle.apps.kruise.io/state=PreparingDelete example.com/registered\n" {
 		t.Errorf("the operator printed %q", out)
@@ -76,15 +58,6 @@ func TestHookOperatorBuildsAgainstTheAPIModule(t *testing.T) {
 			t.Errorf("building against the API module pulls in %s", pkg)
 		}
 	}
-}
-
-func apiDir(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "api"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 // operator is the throw-away hook operator's program.
