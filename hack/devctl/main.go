@@ -15,10 +15,16 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
 func main() {
+	// devctl speaks through its own lines; controller-runtime's helpers it
+	// uses (envtest's CRD installer) would otherwise complain of no logger.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:]); err != nil {

@@ -127,7 +127,7 @@ func SetupWebhooks(mgr ctrl.Manager, self string) {
 	// The budget first: a disruption it refuses must not be redirected.
 	validating.Register("podunavailablebudget", budgetGuard(mgr), slices.Concat(podadmission.DisruptionTargets, podadmission.UpdateTargets)...)
 	validating.Register("cloneset-hook-guard", &clonesetwebhook.HookGuard{
-		Cache: mgr.GetClient(), Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("cloneset-hook-guard"),
+		Cache: mgr.GetClient(), Live: mgr.GetAPIReader(), Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("cloneset-hook-guard"),
 		Exempt: map[string]bool{self: true, podadmission.GarbageCollector: true},
 	}, podadmission.DisruptionTargets...)
 	server.Register(podadmission.MutatePath, &webhook.Admission{Handler: mutating})

@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -187,5 +188,17 @@ func RefuseDisruption(req admission.Request, message, cause string) admission.Re
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
 		Status: metav1.StatusFailure, Code: code, Reason: reason, Message: message,
 		Details: &metav1.StatusDetails{Name: req.Name, Kind: "pods", Causes: []metav1.StatusCause{{Type: "DisruptionBudget", Message: cause}}},
+	}}}
+}
+
+// RetryLater answers a request that could not be judged now (a deadline
+// passed, a read failed) with 429 and a Retry-After, for every kind of
+// request: the API server passes both on, client-go and kubectl drain wait
+// and retry, where the 500 of a timed-out or failing webhook would stop a
+// drain at once.
+func RetryLater(req admission.Request, message string, after time.Duration) admission.Response {
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusTooManyRequests, Reason: metav1.StatusReasonTooManyRequests, Message: message,
+		Details: &metav1.StatusDetails{Name: req.Name, Kind: "pods", RetryAfterSeconds: int32(max(1, after/time.Second))},
 	}}}
 }

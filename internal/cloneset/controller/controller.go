@@ -597,13 +597,13 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 		if a.Type == planner.UpdateInPlace && r.Budgets != nil {
 			// No pod admission sees an in-place update: take its budget
 			// here, before the pod leaves service.
-			pub, d, err := r.Budgets.Take(ctx, a.Pod, policyv1alpha1.PubUpdateOperation, false)
+			v, err := r.Budgets.Take(ctx, pubadmission.Request{Pod: a.Pod, Op: policyv1alpha1.PubUpdateOperation, User: budgetUser})
 			if err != nil {
 				return fail("update", err)
 			}
-			if !d.Allowed {
-				r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, "DisruptionNotAllowed", "Update", "%s: %s", a.Pod.Name, d.Reason)
-				return &staleError{pod: a.Pod.Name, err: fmt.Errorf("PodUnavailableBudget %s: %s", pub.Name, d.Reason)}
+			if !v.Allowed {
+				r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, "DisruptionNotAllowed", "Update", "%s: %s", a.Pod.Name, v.Reason)
+				return &staleError{pod: a.Pod.Name, err: fmt.Errorf("PodUnavailableBudget %s: %s", v.Refused.Name, v.Reason)}
 			}
 		}
 		if err := r.write(ctx, key, a); err != nil {
@@ -617,6 +617,10 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 	}
 	return nil
 }
+
+// budgetUser is who the budget's events and counters name for the
+// controller's in-place updates (OpenKruise names kruise-manager).
+const budgetUser = "lifeline-manager"
 
 // heldMessage says which pods wait for a disruption budget, and why.
 func heldMessage(held []planner.Held) string {

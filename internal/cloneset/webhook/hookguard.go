@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,9 +40,10 @@ func init() { metrics.Registry.MustRegister(guarded) }
 // answers a PodDisruptionBudget, so kubectl drain retries until the pod is
 // gone (then the eviction finds nothing to evict, and drain goes on).
 type HookGuard struct {
-	// Cache reads pods and CloneSets; Writer marks pods.
-	Cache  client.Reader
-	Writer client.Client
+	// Cache reads pods and CloneSets; Live reads an evicted pod the cache
+	// has another UID for; Writer marks pods.
+	Cache, Live client.Reader
+	Writer      client.Client
 	// Exempt are the users whose deletions pass: the manager itself (the
 	// CloneSet controller deleting released pods) and the garbage
 	// collector.
@@ -61,12 +61,12 @@ func (g *HookGuard) Validate(ctx context.Context, req admission.Request) admissi
 		guarded.WithLabelValues(op, "passed").Inc()
 		return admission.Allowed("")
 	}
-	pod := &corev1.Pod{}
-	if err := g.Cache.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, pod); err != nil {
-		if apierrors.IsNotFound(err) {
-			return admission.Allowed("")
-		}
+	pod, err := podadmission.DisruptedPod(ctx, g.Cache, g.Live, req)
+	switch {
+	case err != nil:
 		return admission.Errored(http.StatusInternalServerError, err)
+	case pod == nil:
+		return admission.Allowed("")
 	}
 	cs, err := g.cloneSetOf(ctx, pod)
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -24,7 +23,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -78,34 +76,56 @@ type Guard struct {
 	Writer      client.Client
 	Recorder    events.EventRecorder
 	Now         func() time.Time
+	// Deadline bounds how long the admission of one request may take
+	// (DefaultDeadline when zero): past it the request is answered 429,
+	// to retry, before the API server's webhook timeout turns it into a
+	// 500 that kubectl drain does not retry.
+	Deadline time.Duration
 
 	mu     sync.Mutex
 	queues map[types.NamespacedName]*queue
+	// unsettled counts, by budget and pod, records that may be orphans
+	// (see markRecorded).
+	unsettled map[types.NamespacedName]map[string]int
 }
 
-// Validate judges a pod delete, eviction, update or resize against the
-// pod's budget.
+// DefaultDeadline leaves half a second of the pod webhooks' 2 s timeout for
+// the answer to reach the API server.
+const DefaultDeadline = 1500 * time.Millisecond
+
+// retryAfter is what a request the guard could not decide in time is told
+// to wait before trying again.
+const retryAfter = time.Second
+
+// Validate judges a pod delete, eviction, update or resize against every
+// budget covering the pod.
 func (g *Guard) Validate(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
 	defer func() { latency.Observe(time.Since(start).Seconds()) }()
+	deadline := g.Deadline
+	if deadline <= 0 {
+		deadline = DefaultDeadline
+	}
+	ctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
 	if req.UserInfo.Username == podadmission.GarbageCollector {
 		return admission.Allowed("")
 	}
 	pod, op, err := g.disruption(ctx, req)
 	switch {
 	case err != nil:
-		return admission.Errored(http.StatusInternalServerError, err)
+		return podadmission.RetryLater(req, fmt.Sprintf("PodUnavailableBudget: cannot judge pod %s now: %v", req.Name, err), retryAfter)
 	case pod == nil:
 		return admission.Allowed("")
 	}
-	_, d, err := g.Take(ctx, pod, op, dryRun(req))
+	v, err := g.Take(ctx, Request{Pod: pod, Op: op, User: req.UserInfo.Username, DryRun: dryRun(req)})
 	switch {
 	case err != nil:
-		return admission.Errored(http.StatusInternalServerError, err)
-	case !d.Allowed:
-		return podadmission.RefuseDisruption(req, fmt.Sprintf("Cannot %s pod %s: %s", verbs[op], pod.Name, d.Reason), d.Reason)
+		return podadmission.RetryLater(req, fmt.Sprintf("Cannot %s pod %s now: %v; retry", verbs[op], pod.Name, err), retryAfter)
+	case !v.Allowed:
+		return podadmission.RefuseDisruption(req, fmt.Sprintf("Cannot %s pod %s: %s", verbs[op], pod.Name, v.Reason), v.Reason)
 	}
-	return admission.Allowed(d.Reason)
+	return admission.Allowed(v.Reason)
 }
 
 // dryRun reports whether req only asks: a dry-run request, or an eviction
@@ -146,26 +166,25 @@ func (g *Guard) disruption(ctx context.Context, req admission.Request) (*corev1.
 	if podadmission.IsEviction(req) {
 		op = policyv1alpha1.PubEvictOperation
 	}
-	pod := &corev1.Pod{}
-	if err := g.Cache.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, pod); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, "", nil
-		}
+	pod, err := podadmission.DisruptedPod(ctx, g.Cache, g.Live, req)
+	if pod == nil || err != nil {
 		return nil, "", err
 	}
 	return pod, op, nil
 }
 
-// BudgetFor finds, among budgets (those of a namespace, in name order),
-// the one guarding a pod with these labels whose workload is owner (nil
-// for none): one whose target is that workload, else one whose selector
-// matches the labels.
-func BudgetFor(budgets []policyv1alpha1.PodUnavailableBudget, owner *metav1.OwnerReference, podLabels map[string]string) *policyv1alpha1.PodUnavailableBudget {
+// Covering lists, among budgets (those of a namespace, in name order),
+// every one guarding a pod with these labels whose workload is owner (nil
+// for none): one whose target is that workload, or one whose selector
+// matches the labels. A disruption must be admitted by each (OpenKruise
+// charges only the first, so a second budget's limit could be bypassed).
+func Covering(budgets []policyv1alpha1.PodUnavailableBudget, owner *metav1.OwnerReference, podLabels map[string]string) []*policyv1alpha1.PodUnavailableBudget {
+	var out []*policyv1alpha1.PodUnavailableBudget
 	for i := range budgets {
 		b := &budgets[i]
 		if t := b.Spec.TargetReference; t != nil {
 			if owner != nil && workload.Same(t.APIVersion, t.Kind, t.Name, *owner) {
-				return b
+				out = append(out, b)
 			}
 			continue
 		}
@@ -174,22 +193,24 @@ func BudgetFor(budgets []policyv1alpha1.PodUnavailableBudget, owner *metav1.Owne
 		}
 		s, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
 		if err == nil && !s.Empty() && s.Matches(labels.Set(podLabels)) {
-			return b
+			out = append(out, b)
 		}
 	}
-	return nil
+	return out
 }
 
-// budgetOf finds the budget guarding pod among those of its namespace, by
-// name order: one whose target is the pod's workload (a ReplicaSet's
-// Deployment counts as its workload), else one whose selector matches the
-// pod's labels. It reads no pod annotation, so a pod is guarded from its
+// budgetsOf finds the budgets guarding pod among those of its namespace,
+// in name order (see Covering; a ReplicaSet's Deployment counts as its
+// workload). It reads no pod annotation, so a pod is guarded from its
 // first moment, whatever existed when the budget was made.
-func (g *Guard) budgetOf(ctx context.Context, pod *corev1.Pod) (*policyv1alpha1.PodUnavailableBudget, error) {
+func (g *Guard) budgetsOf(ctx context.Context, pod *corev1.Pod) ([]*policyv1alpha1.PodUnavailableBudget, error) {
 	list := &policyv1alpha1.PodUnavailableBudgetList{}
-	// Read only (BudgetFor copies nothing it returns into a write).
+	// Read only (Covering copies nothing it returns into a write).
 	if err := g.Cache.List(ctx, list, client.InNamespace(pod.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	var owner *metav1.OwnerReference
@@ -200,7 +221,7 @@ func (g *Guard) budgetOf(ctx context.Context, pod *corev1.Pod) (*policyv1alpha1.
 		}
 		owner = &top
 	}
-	return BudgetFor(list.Items, owner, pod.Labels), nil
+	return Covering(list.Items, owner, pod.Labels), nil
 }
 
 // Check is the disruption check of one CloneSet plan (disruption.Check):
@@ -225,23 +246,26 @@ func NewCheck(budgets []policyv1alpha1.PodUnavailableBudget, owner metav1.OwnerR
 	return &Check{budgets: copies, owner: owner, now: now}
 }
 
-// Allow judges one disruption and, when admitted, takes it from the
-// budget in memory.
+// Allow judges one disruption against every budget covering the pod and,
+// when all admit it, takes it from each in memory.
 func (c *Check) Allow(pod *corev1.Pod, kind disruption.Kind) (bool, string) {
-	b := BudgetFor(c.budgets, &c.owner, pod.Labels)
-	if b == nil {
-		return true, ""
-	}
 	op := policyv1alpha1.PubDeleteOperation
 	if kind == disruption.InPlaceUpdate {
 		op = policyv1alpha1.PubUpdateOperation
 	}
-	d := budget.Admit(b, pod, op, c.now)
-	if !d.Allowed {
-		return false, d.Reason
+	covering := Covering(c.budgets, &c.owner, pod.Labels)
+	taken := make([]*policyv1alpha1.PodUnavailableBudgetStatus, len(covering))
+	for i, b := range covering {
+		d := budget.Admit(b, pod, op, c.now)
+		if !d.Allowed {
+			return false, d.Reason
+		}
+		taken[i] = d.Status
 	}
-	if d.Status != nil {
-		b.Status = *d.Status
+	for i, b := range covering {
+		if taken[i] != nil {
+			b.Status = *taken[i]
+		}
 	}
 	return true, ""
 }

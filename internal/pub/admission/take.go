@@ -2,85 +2,112 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/pub/budget"
 )
 
+// ErrTooLate is returned by Take when the disruption could not be decided
+// before the caller's context ended. Nothing is left recorded for it: a
+// record the decision wrote is withdrawn.
+var ErrTooLate = errors.New("the budget could not be decided in time")
+
+// An ask's state: the committer answers it, or its caller gives up on it,
+// whichever comes first.
+const (
+	pending int32 = iota
+	answered
+	abandoned
+)
+
 // ask is one disruption waiting for its budget's next status write.
 type ask struct {
-	pod    *corev1.Pod
-	op     policyv1alpha1.PubOperation
-	dryRun bool
-	done   chan answer
+	pod      *corev1.Pod
+	op       policyv1alpha1.PubOperation
+	dryRun   bool
+	deadline time.Time // the caller's; zero for none
+	state    atomic.Int32
+	done     chan answer
 }
 
 type answer struct {
 	pub *policyv1alpha1.PodUnavailableBudget
 	d   budget.Decision
+	// at is when a recorded disruption was recorded (to withdraw it).
+	at  time.Time
 	err error
 }
 
-// queue holds the disruptions of one budget waiting for a write, and the
-// budget as this process last wrote it. One goroutine at a time, the
-// committer, drains it.
+// deliver answers a unless its caller gave up first; it reports whether
+// the caller will read the answer.
+func (a *ask) deliver(ans answer) bool {
+	if !a.state.CompareAndSwap(pending, answered) {
+		return false
+	}
+	a.done <- ans
+	return true
+}
+
+// withdrawal takes back a disruption recorded for a request that is no
+// longer waiting for it (it timed out, or another budget refused it): the
+// record of pod made at the second at, and the unit of unavailableAllowed
+// it took.
+type withdrawal struct {
+	pod   string
+	at    time.Time
+	tries int
+}
+
+// queue holds the disruptions and withdrawals of one budget waiting for
+// a write, and the budget as this process last wrote it. One goroutine
+// at a time, the committer, drains it.
 type queue struct {
-	asks []*ask
-	busy bool
-	last *policyv1alpha1.PodUnavailableBudget
+	asks        []*ask
+	withdrawals []withdrawal
+	busy        bool
+	last        *policyv1alpha1.PodUnavailableBudget
 }
 
-// Take judges disrupting pod by op against its budget and, unless dryRun,
-// records an admitted disruption in the budget's status before it
-// returns, by a write conditional on the version read; after a conflict
-// it decides again on the fresh status. It returns the budget (nil for
-// none) and the decision. The CloneSet controller takes budget this way
-// before an in-place update, which no pod admission sees.
-func (g *Guard) Take(ctx context.Context, pod *corev1.Pod, op policyv1alpha1.PubOperation, dryRun bool) (*policyv1alpha1.PodUnavailableBudget, budget.Decision, error) {
-	pub, err := g.budgetOf(ctx, pod)
-	if err != nil || pub == nil {
-		return nil, budget.Decision{Allowed: true}, err
-	}
-	key := pub.Namespace + "/" + pub.Name
-	// A disruption that costs nothing is answered at once, on the cached
-	// budget and without copying its records: only the budget's
-	// controller removes records, so "already recorded" holds.
-	if d, free := budget.Free(pub.Annotations, &pub.Status, pod, op); free {
-		admissions.WithLabelValues(key, string(op), "free").Inc()
-		return pub, d, nil
-	}
+// takeOne judges the disruption against one budget and, unless dryRun,
+// records it by a write conditional on the version read. It returns when
+// the write is done or ctx ends (ErrTooLate); in the second case a record
+// the write makes anyway is withdrawn by the committer.
+func (g *Guard) takeOne(ctx context.Context, key types.NamespacedName, pod *corev1.Pod, op policyv1alpha1.PubOperation, dryRun bool) answer {
 	a := &ask{pod: pod, op: op, dryRun: dryRun, done: make(chan answer, 1)}
-	g.enqueue(client.ObjectKeyFromObject(pub), a)
-	var ans answer
+	a.deadline, _ = ctx.Deadline()
+	g.enqueue(key, func(q *queue) { q.asks = append(q.asks, a) })
 	select {
-	case ans = <-a.done:
+	case ans := <-a.done:
+		return ans
 	case <-ctx.Done():
-		return pub, budget.Decision{}, ctx.Err()
+		if a.state.CompareAndSwap(pending, abandoned) {
+			return answer{err: ErrTooLate}
+		}
+		return <-a.done // answered just now
 	}
-	switch {
-	case ans.err != nil:
-	case !ans.d.Allowed:
-		admissions.WithLabelValues(key, string(op), "refused").Inc()
-		g.Recorder.Eventf(pod, ans.pub, corev1.EventTypeWarning, "PubPreventPodDeletion", string(op), "%s", ans.d.Reason)
-	case ans.d.Status == nil:
-		admissions.WithLabelValues(key, string(op), "free").Inc()
-	default:
-		admissions.WithLabelValues(key, string(op), "admitted").Inc()
-	}
-	return ans.pub, ans.d, ans.err
 }
 
-// enqueue adds a to its budget's queue and starts a committer for the
-// queue unless one is running.
-func (g *Guard) enqueue(key types.NamespacedName, a *ask) {
+// withdraw queues taking back pod's disruption recorded at at in the
+// budget key.
+func (g *Guard) withdraw(key types.NamespacedName, pod string, at time.Time) {
+	withdrawals.Inc()
+	g.mark(key, pod)
+	g.enqueue(key, func(q *queue) { q.withdrawals = append(q.withdrawals, withdrawal{pod: pod, at: at}) })
+}
+
+// enqueue adds work to key's queue and starts a committer for the queue
+// unless one is running.
+func (g *Guard) enqueue(key types.NamespacedName, add func(*queue)) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.queues == nil {
@@ -91,67 +118,117 @@ func (g *Guard) enqueue(key types.NamespacedName, a *ask) {
 		q = &queue{}
 		g.queues[key] = q
 	}
-	q.asks = append(q.asks, a)
+	add(q)
 	if !q.busy {
 		q.busy = true
 		go g.commitAll(key, q)
 	}
 }
 
-// commitAll decides and records the queue's disruptions, a batch per
-// write, until the queue is empty. Its context is its own: the request
-// that started it may end before the others it answers.
+// commitAll decides and records the queue's work, a batch per write,
+// until the queue is empty.
 func (g *Guard) commitAll(key types.NamespacedName, q *queue) {
 	for {
 		g.mu.Lock()
-		batch := q.asks
-		q.asks = nil
-		if len(batch) == 0 {
+		asks, back := live(q.asks), q.withdrawals
+		q.asks, q.withdrawals = nil, nil
+		if len(asks) == 0 && len(back) == 0 {
 			q.busy = false
 			g.mu.Unlock()
 			return
 		}
 		g.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-		g.commit(ctx, key, q, batch)
+		ctx, cancel := context.WithDeadline(context.Background(), writeDeadline(asks, time.Now()))
+		g.commit(ctx, key, q, asks, back)
 		cancel()
 	}
 }
 
-// commit decides a batch in arrival order against the newest status
-// known, each admitted disruption taken from the status the next one sees,
-// and writes the result once. A conflict means another replica or the
-// controller wrote first: the batch is decided again on a fresh read.
-func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, batch []*ask) {
+// live drops the asks whose callers have already given up: nothing is
+// decided, let alone recorded, for a request that is gone.
+func live(asks []*ask) []*ask {
+	out := asks[:0]
+	for _, a := range asks {
+		if a.state.Load() == pending {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// writeTimeout bounds one batch's reads and writes when no caller waits
+// with a deadline (withdrawals, the CloneSet controller's in-place updates).
+const writeTimeout = 10 * time.Second
+
+// writeDeadline is when a batch's write is given up: when the last of its
+// callers stops waiting, since past that nobody can use its answer.
+func writeDeadline(asks []*ask, now time.Time) time.Time {
+	latest := time.Time{}
+	for _, a := range asks {
+		if a.deadline.IsZero() {
+			return now.Add(writeTimeout)
+		}
+		if a.deadline.After(latest) {
+			latest = a.deadline
+		}
+	}
+	if latest.IsZero() {
+		return now.Add(writeTimeout)
+	}
+	return latest
+}
+
+// commit applies the withdrawals, decides the asks in arrival order
+// against the newest status known, each admitted disruption taken from the
+// status the next one sees, and writes the result once. A conflict means
+// another replica or the controller wrote first: the batch is decided
+// again on a fresh read. Whatever the write's outcome, every record made
+// for an ask whose caller is not told of it is withdrawn.
+func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, asks []*ask, back []withdrawal) {
+	now := g.Now()
 	pub, err := g.base(ctx, key, q)
 	if apierrors.IsNotFound(err) {
-		answerAll(batch, nil, nil, nil) // the budget went meanwhile: nothing to guard
+		answerAll(asks, nil, nil, nil, now) // the budget went meanwhile: nothing to guard
+		g.drop(key, back)
 		return
 	}
 	for i := 0; err == nil && i < attempts; i++ {
-		decisions, status := decide(pub, batch, g.Now())
-		if status == nil {
-			answerAll(batch, pub, decisions, nil)
+		status := pub.Status.DeepCopy()
+		withdrawn := applyWithdrawals(status, back)
+		decisions, recorded := decide(pub, status, asks, now)
+		if !recorded && !withdrawn {
+			answerAll(asks, pub, decisions, nil, now)
+			g.drop(key, back)
 			return
 		}
 		updated := pub.DeepCopy()
 		updated.Status = *status
-		start := time.Now()
-		err = g.Writer.Status().Update(ctx, updated)
-		statusWrites.WithLabelValues(writeResult(err)).Observe(time.Since(start).Seconds())
-		batchSize.Observe(float64(len(batch)))
+		pending := g.markRecorded(key, asks, decisions)
+		err = g.writeStatus(ctx, updated, len(asks))
 		switch {
 		case err == nil:
 			q.last = updated
-			answerAll(batch, updated, decisions, nil)
-			return
+			g.settle(key, asks, answerAll(asks, updated, decisions, nil, now), decisions, now)
+			g.drop(key, back)
 		case apierrors.IsNotFound(err):
-			answerAll(batch, nil, nil, nil)
+			answerAll(asks, nil, nil, nil, now)
+			g.drop(key, back)
+		case !isAPIError(err):
+			// Timed out or cut off: the write may have landed. Take back
+			// what it recorded (if it did) and retry its withdrawals.
+			answerAll(asks, pub, nil, err, now)
+			g.settle(key, asks, make([]bool, len(asks)), decisions, now)
+			g.requeue(key, back)
+		}
+		g.unmark(key, pending)
+		if err == nil || apierrors.IsNotFound(err) || !isAPIError(err) {
 			return
-		case apierrors.IsConflict(err):
+		}
+		if apierrors.IsConflict(err) {
 			fresh := &policyv1alpha1.PodUnavailableBudget{}
 			if err = g.Live.Get(ctx, key, fresh); apierrors.IsNotFound(err) {
-				answerAll(batch, nil, nil, nil)
+				answerAll(asks, nil, nil, nil, now)
+				g.drop(key, back)
 				return
 			} else if err == nil {
 				pub, q.last = fresh, fresh
@@ -159,15 +236,146 @@ func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, 
 		}
 	}
 	if err != nil {
-		answerAll(batch, pub, nil, err)
+		answerAll(asks, pub, nil, err, now)
+		g.requeue(key, back)
 		return
 	}
 	busy := budget.Decision{Reason: fmt.Sprintf("PodUnavailableBudget %s is being updated by too many disruptions at once; try again", key.Name)}
-	answerAll(batch, pub, repeat(busy, len(batch)), nil)
+	answerAll(asks, pub, repeat(busy, len(asks)), nil, now)
+	g.requeue(key, back)
 }
 
-// writeTimeout bounds one batch's reads and writes.
-const writeTimeout = 10 * time.Second
+// writeStatus writes pub's status, conditional on its resource version.
+func (g *Guard) writeStatus(ctx context.Context, pub *policyv1alpha1.PodUnavailableBudget, batch int) error {
+	start := time.Now()
+	err := g.Writer.Status().Update(ctx, pub)
+	statusWrites.WithLabelValues(writeResult(err)).Observe(time.Since(start).Seconds())
+	batchSize.Observe(float64(batch))
+	return err
+}
+
+// settle withdraws the disruptions recorded for asks whose callers were
+// not told (told[i] false): they gave up, so nothing may stay spent on them.
+func (g *Guard) settle(key types.NamespacedName, asks []*ask, told []bool, decisions []budget.Decision, at time.Time) {
+	for i, a := range asks {
+		if !told[i] && !a.dryRun && decisions[i].Status != nil {
+			g.withdraw(key, a.pod.Name, at)
+		}
+	}
+}
+
+// Unsettled records: while a write that records a pod's disruption is in
+// flight, or a withdrawal of one is pending, the record in the cache may
+// be one nobody was admitted by. The quick "already recorded, so free"
+// answer is not given for such a pod: its disruption goes through the
+// queue, where withdrawals are applied before anything is decided.
+
+// markRecorded marks the pods the decisions record; it returns them.
+func (g *Guard) markRecorded(key types.NamespacedName, asks []*ask, decisions []budget.Decision) []string {
+	var pods []string
+	for i, a := range asks {
+		if decisions[i].Status != nil {
+			pods = append(pods, a.pod.Name)
+		}
+	}
+	g.mark(key, pods...)
+	return pods
+}
+
+func (g *Guard) mark(key types.NamespacedName, pods ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.unsettled == nil {
+		g.unsettled = map[types.NamespacedName]map[string]int{}
+	}
+	if g.unsettled[key] == nil {
+		g.unsettled[key] = map[string]int{}
+	}
+	for _, p := range pods {
+		g.unsettled[key][p]++
+	}
+}
+
+func (g *Guard) unmark(key types.NamespacedName, pods []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range pods {
+		if g.unsettled[key][p]--; g.unsettled[key][p] <= 0 {
+			delete(g.unsettled[key], p)
+		}
+	}
+	if len(g.unsettled[key]) == 0 {
+		delete(g.unsettled, key)
+	}
+}
+
+// isUnsettled reports whether pod's record in budget key may be one nobody
+// was admitted by.
+func (g *Guard) isUnsettled(key types.NamespacedName, pod string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.unsettled[key][pod] > 0
+}
+
+// drop ends withdrawals that are done (applied, or moot).
+func (g *Guard) drop(key types.NamespacedName, back []withdrawal) {
+	pods := make([]string, len(back))
+	for i, w := range back {
+		pods[i] = w.pod
+	}
+	g.unmark(key, pods)
+}
+
+// maxWithdrawTries bounds how often one withdrawal is retried; past that
+// the record is left to expire as any unconfirmed record does.
+const maxWithdrawTries = 5
+
+// requeue puts back withdrawals a write did not carry out; one tried too
+// often is left to expire as any unconfirmed record does.
+func (g *Guard) requeue(key types.NamespacedName, back []withdrawal) {
+	var again, given []withdrawal
+	for _, w := range back {
+		if w.tries++; w.tries < maxWithdrawTries {
+			again = append(again, w)
+		} else {
+			given = append(given, w)
+		}
+	}
+	g.drop(key, given)
+	if len(again) > 0 {
+		g.enqueue(key, func(q *queue) { q.withdrawals = append(q.withdrawals, again...) })
+	}
+}
+
+// applyWithdrawals removes from status each withdrawn record that is
+// still the one made (same second: the API stores seconds) and gives back
+// the unit it took. It reports whether anything changed.
+func applyWithdrawals(status *policyv1alpha1.PodUnavailableBudgetStatus, back []withdrawal) bool {
+	changed := false
+	for _, w := range back {
+		for _, records := range []map[string]metav1.Time{status.DisruptedPods, status.UnavailablePods} {
+			if at, ok := records[w.pod]; ok && at.Unix() == w.at.Unix() {
+				delete(records, w.pod)
+				status.UnavailableAllowed++
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
+// isAPIError reports whether err is the API server's refusal of the
+// write (a 4xx other than a timeout: nothing was stored) rather than a
+// transport failure, a timeout or a server error, after which the write
+// may have landed.
+func isAPIError(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	code := status.Status().Code
+	return code >= 400 && code < 500 && code != 408
+}
 
 // base is the newest copy of the budget this process knows: the cache's,
 // or the one it last wrote when the cache has not caught up with it.
@@ -192,44 +400,42 @@ func newer(a, b string) bool {
 	return errA == nil && errB == nil && x > y
 }
 
-// decide judges a batch in order against pub's status. It returns each
-// decision and the status to write, nil when nothing is to be recorded.
-// A dry run is judged like the others but leaves nothing for those after.
-func decide(pub *policyv1alpha1.PodUnavailableBudget, batch []*ask, now time.Time) ([]budget.Decision, *policyv1alpha1.PodUnavailableBudgetStatus) {
-	status := pub.Status.DeepCopy()
-	changed := false
+// decide judges a batch in order against status, recording into it. It
+// returns each decision and whether anything was recorded. A dry run is
+// judged like the others but leaves nothing for those after.
+func decide(pub *policyv1alpha1.PodUnavailableBudget, status *policyv1alpha1.PodUnavailableBudgetStatus, batch []*ask, now time.Time) ([]budget.Decision, bool) {
+	recorded := false
 	decisions := make([]budget.Decision, len(batch))
 	for i, a := range batch {
 		var d budget.Decision
 		if a.dryRun {
-			// Judged like the others, on a copy, and leaving nothing.
 			d = budget.Admit(&policyv1alpha1.PodUnavailableBudget{ObjectMeta: pub.ObjectMeta, Status: *status}, a.pod, a.op, now)
 			if d.Status != nil {
 				d.Reason += " (dry run: nothing recorded)"
 				d.Status = nil
 			}
 		} else if d = budget.AdmitInto(pub, status, a.pod, a.op, now); d.Status != nil {
-			changed = true
+			recorded = true
 		}
 		decisions[i] = d
 	}
-	if !changed {
-		return decisions, nil
-	}
-	return decisions, status
+	return decisions, recorded
 }
 
-func answerAll(batch []*ask, pub *policyv1alpha1.PodUnavailableBudget, decisions []budget.Decision, err error) {
+// answerAll answers every ask and reports which callers were told.
+func answerAll(batch []*ask, pub *policyv1alpha1.PodUnavailableBudget, decisions []budget.Decision, err error, at time.Time) []bool {
+	told := make([]bool, len(batch))
 	for i, a := range batch {
-		ans := answer{pub: pub, err: err}
+		ans := answer{pub: pub, err: err, at: at}
 		switch {
 		case decisions != nil:
 			ans.d = decisions[i]
 		case err == nil:
 			ans.d = budget.Decision{Allowed: true} // the budget is gone
 		}
-		a.done <- ans
+		told[i] = a.deliver(ans)
 	}
+	return told
 }
 
 func repeat(d budget.Decision, n int) []budget.Decision {

@@ -55,7 +55,7 @@ func TestTakeAdmitsExactlyTheAllowedAcrossReplicas(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, d, err := replicas[i%2].Take(context.Background(), readyPod(i), policyv1alpha1.PubEvictOperation, i%10 == 3)
+			d, err := replicas[i%2].Take(context.Background(), Request{Pod: readyPod(i), Op: policyv1alpha1.PubEvictOperation, DryRun: i%10 == 3})
 			switch {
 			case err != nil:
 				t.Error(err)
@@ -94,14 +94,15 @@ func TestDecide(t *testing.T) {
 		batch = append(batch, &ask{pod: readyPod(i), op: policyv1alpha1.PubDeleteOperation, dryRun: i == 0})
 	}
 	batch = append(batch, &ask{pod: readyPod(1), op: policyv1alpha1.PubDeleteOperation}) // p1 again: already recorded
-	decisions, status := decide(pub, batch, time.Now())
+	status := pub.Status.DeepCopy()
+	decisions, recorded := decide(pub, status, batch, time.Now())
 	want := []bool{true, true, true, false, true}
 	for i, d := range decisions {
 		if d.Allowed != want[i] {
 			t.Errorf("ask %d: allowed %v (%s), want %v", i, d.Allowed, d.Reason, want[i])
 		}
 	}
-	if status == nil || status.UnavailableAllowed != 0 || len(status.DisruptedPods) != 2 {
+	if !recorded || status.UnavailableAllowed != 0 || len(status.DisruptedPods) != 2 {
 		t.Fatalf("status %+v, want p1 and p2 recorded and nothing left", status)
 	}
 	if _, ok := status.DisruptedPods["p0"]; ok {
@@ -110,8 +111,8 @@ func TestDecide(t *testing.T) {
 	if pub.Status.UnavailableAllowed != 2 {
 		t.Error("decide changed the budget it was given")
 	}
-	if _, s := decide(pub, batch[:1], time.Now()); s != nil {
-		t.Errorf("a lone dry run writes %+v", s)
+	if _, recorded := decide(pub, pub.Status.DeepCopy(), batch[:1], time.Now()); recorded {
+		t.Error("a lone dry run writes")
 	}
 }
 
@@ -124,7 +125,7 @@ func TestCommitAfterTheBudgetWent(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme).Build()
 	g := &Guard{Cache: c, Live: c, Writer: c, Recorder: events.NewFakeRecorder(10), Now: time.Now}
 	a := &ask{pod: readyPod(0), op: policyv1alpha1.PubDeleteOperation, done: make(chan answer, 1)}
-	g.commit(context.Background(), types.NamespacedName{Namespace: "ns", Name: "gone"}, &queue{}, []*ask{a})
+	g.commit(context.Background(), types.NamespacedName{Namespace: "ns", Name: "gone"}, &queue{}, []*ask{a}, nil)
 	if ans := <-a.done; ans.err != nil || !ans.d.Allowed {
 		t.Errorf("after the budget went: %+v", ans)
 	}

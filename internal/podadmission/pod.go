@@ -1,0 +1,68 @@
+package podadmission
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// DisruptedPod is the pod a delete or an eviction request would take out
+// of service, the one every disruption feature judges, or nil when the
+// request disrupts no pod that exists.
+//
+// A DELETE carries the pod as the API server is about to delete it
+// (oldObject, UID included): that is the pod judged, never a cached copy
+// that may lag or name a same-named predecessor. An eviction carries no
+// pod, so it is read from cache; when the eviction names the UID it may
+// evict (a precondition) and the cached pod has another, the cache is not
+// trusted and the pod is read from live. A live pod with yet another UID
+// will fail the eviction's own precondition, so nothing is disrupted.
+func DisruptedPod(ctx context.Context, cache, live client.Reader, req admission.Request) (*corev1.Pod, error) {
+	if req.Operation == admissionv1.Delete && req.SubResource == "" {
+		pod := &corev1.Pod{}
+		if err := json.Unmarshal(req.OldObject.Raw, pod); err != nil {
+			return nil, fmt.Errorf("decoding the pod being deleted: %w", err)
+		}
+		return pod, nil
+	}
+	uid, err := evictionUID(req)
+	if err != nil {
+		return nil, err
+	}
+	key := types.NamespacedName{Namespace: req.Namespace, Name: req.Name}
+	pod := &corev1.Pod{}
+	err = cache.Get(ctx, key, pod)
+	if uid != "" && (apierrors.IsNotFound(err) || (err == nil && pod.UID != uid)) {
+		pod = &corev1.Pod{}
+		err = live.Get(ctx, key, pod)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case uid != "" && pod.UID != uid:
+		return nil, nil
+	}
+	return pod, nil
+}
+
+// evictionUID is the UID precondition of an eviction request, "" for none.
+func evictionUID(req admission.Request) (types.UID, error) {
+	eviction := &policyv1.Eviction{}
+	if err := json.Unmarshal(req.Object.Raw, eviction); err != nil {
+		return "", fmt.Errorf("decoding the eviction: %w", err)
+	}
+	if o := eviction.DeleteOptions; o != nil && o.Preconditions != nil && o.Preconditions.UID != nil {
+		return *o.Preconditions.UID, nil
+	}
+	return "", nil
+}

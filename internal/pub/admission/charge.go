@@ -1,0 +1,146 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/pub/budget"
+)
+
+var (
+	// refusedByOwner is OpenKruise's pod_unavailable_budget counter, with
+	// its labels and values, so dashboards built on it keep working.
+	refusedByOwner = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pod_unavailable_budget",
+		Help: "Disruptions refused by a PodUnavailableBudget, as OpenKruise counts them: by the pod's controller (<kind>_<namespace>_<name>, kind unknown and the pod's name for a pod without one) and the requesting user.",
+	}, []string{"kind_namespace_name", "username"})
+	withdrawals = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lifeline_pub_withdrawals_total",
+		Help: "Disruptions recorded in a budget and taken back because nobody was admitted by them: their request timed out, or another budget covering the pod refused it.",
+	})
+)
+
+func init() { metrics.Registry.MustRegister(refusedByOwner, withdrawals) }
+
+// Request is one disruption to judge.
+type Request struct {
+	Pod *corev1.Pod
+	Op  policyv1alpha1.PubOperation
+	// User is who asks (for events and the refusal counter).
+	User   string
+	DryRun bool
+}
+
+// Verdict is the answer to a disruption under every budget covering its pod.
+type Verdict struct {
+	Allowed bool
+	// Reason says why it is refused, or why it was let through.
+	Reason string
+	// Refused is the budget that refused it; nil when admitted.
+	Refused *policyv1alpha1.PodUnavailableBudget
+}
+
+// taken is a disruption recorded in one budget, to withdraw if another
+// budget refuses it.
+type taken struct {
+	key types.NamespacedName
+	at  time.Time
+}
+
+// Take judges r against every budget covering the pod, in name order, and,
+// unless it is a dry run, records an admitted disruption in each before it
+// returns, by writes conditional on the version read (see commit). It is
+// admitted only when every budget admits it; when one refuses, or ctx ends
+// first (ErrTooLate), what the others recorded is withdrawn, so a refused
+// disruption holds no budget. While a withdrawal is pending the others
+// count the pod as disrupted, which errs on the safe side. The CloneSet
+// controller takes budget this way before an in-place update, which no pod
+// admission sees.
+func (g *Guard) Take(ctx context.Context, r Request) (Verdict, error) {
+	budgets, err := g.budgetsOf(ctx, r.Pod)
+	if err != nil {
+		return Verdict{}, err
+	}
+	v := Verdict{Allowed: true}
+	var held []taken
+	for _, pub := range budgets {
+		key := client.ObjectKeyFromObject(pub)
+		// A disruption that costs nothing is answered at once, on the
+		// cached budget and without copying its records: only the
+		// budget's controller removes records, so "already recorded" holds.
+		if d, free := budget.Free(pub.Annotations, &pub.Status, r.Pod, r.Op); free && !g.isUnsettled(key, r.Pod.Name) {
+			admissions.WithLabelValues(key.String(), string(r.Op), "free").Inc()
+			v.Reason = d.Reason
+			continue
+		}
+		ans := g.takeOne(ctx, key, r.Pod, r.Op, r.DryRun)
+		switch {
+		case ans.err != nil:
+			g.release(held, r.Pod.Name)
+			g.undecided(pub, r, ans.err)
+			return Verdict{}, ans.err
+		case !ans.d.Allowed:
+			g.release(held, r.Pod.Name)
+			g.refused(pub, r, ans.d.Reason)
+			return Verdict{Reason: ans.d.Reason, Refused: pub}, nil
+		case ans.d.Status != nil:
+			held = append(held, taken{key: key, at: ans.at})
+			admissions.WithLabelValues(key.String(), string(r.Op), "admitted").Inc()
+		default:
+			admissions.WithLabelValues(key.String(), string(r.Op), "free").Inc()
+		}
+		v.Reason = ans.d.Reason
+	}
+	return v, nil
+}
+
+// release withdraws a refused disruption from the budgets that recorded it.
+func (g *Guard) release(held []taken, pod string) {
+	for _, t := range held {
+		g.withdraw(t.key, pod, t.at)
+	}
+}
+
+// refused tells of a refusal: a Warning on the budget naming the pod, the
+// operation and the user; OpenKruise's Warning on the pod; the counters.
+func (g *Guard) refused(pub *policyv1alpha1.PodUnavailableBudget, r Request, reason string) {
+	admissions.WithLabelValues(pub.Namespace+"/"+pub.Name, string(r.Op), "refused").Inc()
+	refusedByOwner.WithLabelValues(ownerLabel(r.Pod), r.User).Inc()
+	g.Recorder.Eventf(pub, r.Pod, corev1.EventTypeWarning, "DisruptionRefused", string(r.Op),
+		"%s of pod %s by %s refused: %s", r.Op, r.Pod.Name, r.User, reason)
+	g.Recorder.Eventf(r.Pod, pub, corev1.EventTypeWarning, "PubPreventPodDeletion", string(r.Op), "%s", reason)
+}
+
+// undecided tells of a disruption answered "retry later": the budget could
+// not be decided in time, or its reads or writes failed.
+func (g *Guard) undecided(pub *policyv1alpha1.PodUnavailableBudget, r Request, err error) {
+	result := "error"
+	if errors.Is(err, ErrTooLate) {
+		result = "timeout"
+	}
+	admissions.WithLabelValues(pub.Namespace+"/"+pub.Name, string(r.Op), result).Inc()
+	refusedByOwner.WithLabelValues(ownerLabel(r.Pod), r.User).Inc()
+	g.Recorder.Eventf(pub, r.Pod, corev1.EventTypeWarning, "DisruptionNotDecided", string(r.Op),
+		"%s of pod %s by %s answered with retry: %v", r.Op, r.Pod.Name, r.User, err)
+}
+
+// ownerLabel is OpenKruise's kind_namespace_name value for pod.
+func ownerLabel(pod *corev1.Pod) string {
+	ns := pod.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		return ref.Kind + "_" + ns + "_" + ref.Name
+	}
+	return "unknown_" + ns + "_" + pod.Name
+}

@@ -1,0 +1,168 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+)
+
+func budgetObj(name string, selector map[string]string, allowed int32) *policyv1alpha1.PodUnavailableBudget {
+	return &policyv1alpha1.PodUnavailableBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+		Spec: policyv1alpha1.PodUnavailableBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: selector},
+			MaxUnavailable: ptr.To(intstr.FromInt32(allowed))},
+		Status: policyv1alpha1.PodUnavailableBudgetStatus{DesiredAvailable: 100 - allowed, CurrentAvailable: 100, UnavailableAllowed: allowed, TotalReplicas: 100}}
+}
+
+// fakeAPI is an API server that refuses stale writes, whose status writes
+// go through slow first.
+func fakeAPI(t *testing.T, slow func(ctx context.Context) error, objs ...client.Object) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = policyv1alpha1.AddToScheme(scheme)
+	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(objs...).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if err := slow(ctx); err != nil {
+				return err
+			}
+			return c.SubResource(sub).Update(context.Background(), obj, opts...)
+		}}).Build()
+}
+
+// waitStatus polls the budget until ok holds, failing after a deadline.
+func waitStatus(t *testing.T, c client.Client, name string, ok func(policyv1alpha1.PodUnavailableBudgetStatus) bool) policyv1alpha1.PodUnavailableBudgetStatus {
+	t.Helper()
+	got := &policyv1alpha1.PodUnavailableBudget{}
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, got); err != nil {
+			t.Fatal(err)
+		}
+		if ok(got.Status) {
+			return got.Status
+		}
+		if time.Now().After(end) {
+			t.Fatalf("budget %s: status %+v never settled", name, got.Status)
+		}
+	}
+}
+
+// A request whose deadline passes while its status write is in flight is
+// answered ErrTooLate, and nothing stays spent on it: whether the slow
+// write lands after the caller left (the API server finished it anyway) or
+// is cut off, the budget ends with no record of the pod and its unit back,
+// long before a record would expire (20 s).
+func TestARefusedRequestSpendsNothing(t *testing.T) {
+	for _, landsLate := range []bool{true, false} {
+		t.Run(fmt.Sprintf("write lands late: %v", landsLate), func(t *testing.T) {
+			var writes atomic.Int64
+			c := fakeAPI(t, func(ctx context.Context) error {
+				if writes.Add(1) > 1 {
+					return nil // the withdrawal goes through at once
+				}
+				<-ctx.Done()
+				if landsLate {
+					time.Sleep(50 * time.Millisecond)
+					return nil
+				}
+				return ctx.Err()
+			}, budgetObj("b", map[string]string{"app": "a"}, 1))
+			g := &Guard{Cache: c, Live: c, Writer: c, Recorder: events.NewFakeRecorder(100), Now: time.Now}
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			_, err := g.Take(ctx, Request{Pod: readyPod(0), Op: policyv1alpha1.PubEvictOperation})
+			if !errors.Is(err, ErrTooLate) {
+				t.Fatalf("Take = %v, want ErrTooLate", err)
+			}
+			waitStatus(t, c, "b", func(s policyv1alpha1.PodUnavailableBudgetStatus) bool {
+				return len(s.DisruptedPods) == 0 && s.UnavailableAllowed == 1 && !g.isUnsettled(client.ObjectKey{Namespace: "ns", Name: "b"}, "p0")
+			})
+			// The budget is whole again: the next pod is admitted.
+			v, err := g.Take(context.Background(), Request{Pod: readyPod(1), Op: policyv1alpha1.PubEvictOperation})
+			if err != nil || !v.Allowed {
+				t.Errorf("the next disruption: %+v, %v", v, err)
+			}
+		})
+	}
+}
+
+// Disruptions racing from two guards (two replicas) over pods covered by
+// two overlapping budgets: "all" over every pod allowing 4, and "even" over
+// the even pods allowing 2. First 30 even pods race: "even" binds, exactly
+// 2 are admitted (charging only the first budget by name, as OpenKruise
+// does, admits 4). Then 30 odd pods race for what "all" has left: exactly
+// 2. Once the withdrawals of the refused settle, each budget records
+// exactly the pods admitted under it.
+func TestOverlappingBudgetsAreEachCharged(t *testing.T) {
+	all := budgetObj("all", map[string]string{"app": "a"}, 4)
+	even := budgetObj("even", map[string]string{"tier": "even"}, 2)
+	c := fakeAPI(t, func(context.Context) error { return nil }, all, even)
+	guard := func() *Guard {
+		return &Guard{Cache: c, Live: c, Writer: c, Recorder: events.NewFakeRecorder(1000), Now: time.Now}
+	}
+	replicas := []*Guard{guard(), guard()}
+	admitted := map[string]bool{}
+	race := func(parity int) (n int) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := parity; i < 60; i += 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pod := readyPod(i)
+				if parity == 0 {
+					pod.Labels["tier"] = "even"
+				}
+				v, err := replicas[i/2%2].Take(context.Background(), Request{Pod: pod, Op: policyv1alpha1.PubEvictOperation})
+				if err != nil {
+					t.Error(err)
+				}
+				if v.Allowed {
+					mu.Lock()
+					admitted[pod.Name] = true
+					n++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		return n
+	}
+	if n := race(0); n != 2 {
+		t.Errorf("%d even pods admitted; the even budget allows 2", n)
+	}
+	if n := race(1); n != 2 {
+		t.Errorf("%d odd pods admitted; the all budget has 2 left", n)
+	}
+	recorded := func(want int) func(policyv1alpha1.PodUnavailableBudgetStatus) bool {
+		return func(s policyv1alpha1.PodUnavailableBudgetStatus) bool {
+			for name := range s.DisruptedPods {
+				if !admitted[name] {
+					return false
+				}
+			}
+			return len(s.DisruptedPods) == want
+		}
+	}
+	if s := waitStatus(t, c, "all", recorded(4)); s.UnavailableAllowed != 0 {
+		t.Errorf("all: %d allowed left, want 0", s.UnavailableAllowed)
+	}
+	if s := waitStatus(t, c, "even", recorded(2)); s.UnavailableAllowed != 0 {
+		t.Errorf("even: %d allowed left, want 0", s.UnavailableAllowed)
+	}
+}
