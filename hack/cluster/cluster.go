@@ -73,6 +73,7 @@ type Cluster struct {
 	server   string
 	procs    []*process
 	progress io.Writer
+	kcmArgs  []string
 }
 
 type process struct {
@@ -265,6 +266,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, opts Options) error {
 			fmt.Sprintf("--kube-api-qps=%d", opts.ControllerQPS),
 			fmt.Sprintf("--kube-api-burst=%d", opts.ControllerQPS*3/2))
 	}
+	c.kcmArgs = kcmArgs
 	if err := c.run("kube-controller-manager", kcmArgs...); err != nil {
 		return err
 	}
@@ -405,6 +407,24 @@ func (c *Cluster) StopProcess(name string, sig syscall.Signal) error {
 		return nil
 	}
 	return fmt.Errorf("no component %s", name)
+}
+
+// RestartControllerManager restarts kube-controller-manager with its
+// controllers under per-controller service-account credentials (as the
+// cluster starts) or all under its own identity
+// (system:kube-controller-manager), the two ways a cluster may run it.
+func (c *Cluster) RestartControllerManager(serviceAccountCredentials bool) error {
+	if err := c.StopProcess("kube-controller-manager", syscall.SIGTERM); err != nil {
+		return err
+	}
+	args := make([]string, 0, len(c.kcmArgs))
+	for _, a := range c.kcmArgs {
+		if strings.HasPrefix(a, "--use-service-account-credentials=") {
+			a = fmt.Sprintf("--use-service-account-credentials=%v", serviceAccountCredentials)
+		}
+		args = append(args, a)
+	}
+	return c.run("kube-controller-manager", args...)
 }
 
 // Exited reports the first component that has exited, if any: a cluster

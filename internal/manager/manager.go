@@ -128,7 +128,7 @@ func SetupWebhooks(mgr ctrl.Manager, self string) {
 	validating.Register("podunavailablebudget", budgetGuard(mgr), slices.Concat(podadmission.DisruptionTargets, podadmission.UpdateTargets)...)
 	validating.Register("cloneset-hook-guard", &clonesetwebhook.HookGuard{
 		Cache: mgr.GetClient(), Live: mgr.GetAPIReader(), Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("cloneset-hook-guard"),
-		Exempt: map[string]bool{self: true, podadmission.GarbageCollector: true},
+		Exempt: map[string]bool{self: true},
 	}, podadmission.DisruptionTargets...)
 	server.Register(podadmission.MutatePath, &webhook.Admission{Handler: mutating})
 	server.Register(podadmission.ValidatePath, &webhook.Admission{Handler: validating})

@@ -169,11 +169,6 @@ var MatchConditions = map[string][]MatchCondition{
 // MatchCondition is one admissionregistration/v1 match condition.
 type MatchCondition struct{ Name, Expression string }
 
-// GarbageCollector is the user kube-controller-manager's garbage collector
-// deletes as. No disruption feature refuses it: the pods of a deleted
-// workload must go.
-const GarbageCollector = "system:serviceaccount:kube-system:generic-garbage-collector"
-
 // IsEviction reports whether req is a pods/eviction request.
 func IsEviction(req admission.Request) bool { return req.SubResource == "eviction" }
 

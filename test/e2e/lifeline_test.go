@@ -17,7 +17,7 @@ import (
 )
 
 var (
-	k8s      ctrlclient.Client
+	k8s      ctrlclient.WithWatch
 	lifeline *cluster.Lifeline
 )
 
@@ -43,7 +43,7 @@ func installLifeline(ctx context.Context) error {
 	}
 	testConfig := rest.CopyConfig(local.Config)
 	testConfig.QPS, testConfig.Burst = 200, 400 // the tests' own client must not be what is slow
-	if k8s, err = ctrlclient.New(testConfig, ctrlclient.Options{Scheme: manager.Scheme()}); err != nil {
+	if k8s, err = ctrlclient.NewWithWatch(testConfig, ctrlclient.Options{Scheme: manager.Scheme()}); err != nil {
 		return err
 	}
 	lifeline, err = local.StartLifeline(ctx, cluster.LifelineOptions{Root: root, Dir: local.Dir, QPS: 50, Args: managerArgs})

@@ -82,7 +82,19 @@ type PodUnavailableBudgetStatus struct {
 	DesiredAvailable int32 `json:"desiredAvailable"`
 	// TotalReplicas is the expected number of guarded pods.
 	TotalReplicas int32 `json:"totalReplicas"`
+
+	// Conditions say whether the budget's protection is in force
+	// (Protecting False, with the reason, when Lifeline's pod webhooks
+	// never see its namespace). Lifeline's addition; OpenKruise's status
+	// has none.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// ConditionProtecting says whether a budget's protection is in force.
+const ConditionProtecting = "Protecting"
 
 // PodUnavailableBudget keeps enough of a set of pods available through any
 // voluntary disruption: deletion, eviction and in-place update.

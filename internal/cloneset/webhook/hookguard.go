@@ -45,8 +45,9 @@ type HookGuard struct {
 	Cache, Live client.Reader
 	Writer      client.Client
 	// Exempt are the users whose deletions pass: the manager itself (the
-	// CloneSet controller deleting released pods) and the garbage
-	// collector.
+	// CloneSet controller deleting released pods). The garbage collector
+	// needs no exemption: the pods it deletes belong to a CloneSet that is
+	// gone or being deleted, which Guards lets through.
 	Exempt   map[string]bool
 	Recorder events.EventRecorder
 }
@@ -98,6 +99,8 @@ func Guards(cs *appsv1alpha1.CloneSet, pod *corev1.Pod) (bool, string) {
 	switch {
 	case cs == nil:
 		return false, "not a CloneSet pod"
+	case cs.DeletionTimestamp != nil:
+		return false, "its CloneSet is being deleted"
 	case cs.Annotations[appsv1alpha1.GuardHooksAnnotation] != "true":
 		return false, "its CloneSet does not guard its hooks"
 	case cs.Spec.Lifecycle == nil || cs.Spec.Lifecycle.PreDelete == nil:

@@ -41,6 +41,7 @@ func TestGuards(t *testing.T) {
 		{"opt-in off", guardedCS(func(cs *appsv1alpha1.CloneSet) { cs.Annotations[appsv1alpha1.GuardHooksAnnotation] = "false" }), pod(pub.LifecycleStateNormal, "true"), false},
 		{"no preDelete hook", guardedCS(func(cs *appsv1alpha1.CloneSet) { cs.Spec.Lifecycle.PreDelete = nil }), pod(pub.LifecycleStateNormal, "true"), false},
 		{"not a CloneSet pod", nil, pod(pub.LifecycleStateNormal, "true"), false},
+		{"a pod of a CloneSet being deleted (the garbage collector's)", guardedCS(func(cs *appsv1alpha1.CloneSet) { cs.DeletionTimestamp = &metav1.Time{} }), pod(pub.LifecycleStateNormal, "true"), false},
 	} {
 		if got, why := Guards(c.cs, c.pod); got != c.guard {
 			t.Errorf("%s: guard %v (%s), want %v", c.name, got, why, c.guard)

@@ -108,9 +108,6 @@ func (g *Guard) Validate(ctx context.Context, req admission.Request) admission.R
 	}
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	if req.UserInfo.Username == podadmission.GarbageCollector {
-		return admission.Allowed("")
-	}
 	pod, op, err := g.disruption(ctx, req)
 	switch {
 	case err != nil:

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +15,7 @@ import (
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/pub/budget"
+	"github.com/lifeline-k8s/lifeline/internal/pub/workload"
 )
 
 var (
@@ -67,8 +69,14 @@ type taken struct {
 // admission sees.
 func (g *Guard) Take(ctx context.Context, r Request) (Verdict, error) {
 	budgets, err := g.budgetsOf(ctx, r.Pod)
-	if err != nil {
-		return Verdict{}, err
+	if err != nil || len(budgets) == 0 {
+		return Verdict{Allowed: true}, err
+	}
+	if ref := metav1.GetControllerOf(r.Pod); ref != nil && workload.Gone(ctx, g.Cache, g.Live, r.Pod.Namespace, *ref) {
+		for _, pub := range budgets {
+			admissions.WithLabelValues(pub.Namespace+"/"+pub.Name, string(r.Op), "free").Inc()
+		}
+		return Verdict{Allowed: true, Reason: fmt.Sprintf("its %s %s is gone or being deleted", ref.Kind, ref.Name)}, nil
 	}
 	v := Verdict{Allowed: true}
 	var held []taken

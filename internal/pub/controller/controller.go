@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -40,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	"github.com/lifeline-k8s/lifeline/internal/pub/budget"
 	"github.com/lifeline-k8s/lifeline/internal/pub/workload"
 )
@@ -62,6 +64,9 @@ type Reconciler struct {
 	// to resources.
 	Scales scale.ScalesGetter
 	Mapper meta.RESTMapper
+	// UnservedNamespaces are the namespaces the pod webhooks leave out
+	// (podadmission.SystemNamespaces when nil).
+	UnservedNamespaces []string
 }
 
 // SetupWithManager registers the controller: budgets, and their pods'
@@ -202,6 +207,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.Recorder.Eventf(pub, nil, corev1.EventTypeWarning, "CalculateExpectedPodCountFailed", "Reconcile", "Failed to calculate the number of expected pods: %v", err)
 		return reconcile.Result{}, err
 	}
+	computed.Status.Conditions = slices.Clone(pub.Status.Conditions)
+	if r.protecting(pub, &computed.Status) {
+		in := meta.FindStatusCondition(computed.Status.Conditions, policyv1alpha1.ConditionProtecting)
+		r.Recorder.Eventf(pub, nil, eventType(in.Status), in.Reason, "Reconcile", "%s", in.Message)
+	}
 	for _, name := range computed.NotDeleted {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pub.Namespace, Name: name}}
 		r.Recorder.Eventf(pod, pub, corev1.EventTypeWarning, "NotDeleted", "Reconcile", "Pod was expected by PUB %s/%s to be deleted but it wasn't", pub.Namespace, pub.Name)
@@ -223,6 +233,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		after = computed.RecheckAfter
 	}
 	return reconcile.Result{RequeueAfter: after}, nil
+}
+
+// protecting sets the Protecting condition: False when the pod webhooks
+// leave the budget's namespace out, so nothing it says is enforced. It
+// reports whether the condition changed.
+func (r *Reconciler) protecting(pub *policyv1alpha1.PodUnavailableBudget, status *policyv1alpha1.PodUnavailableBudgetStatus) bool {
+	c := metav1.Condition{Type: policyv1alpha1.ConditionProtecting, Status: metav1.ConditionTrue, Reason: "WebhooksServeNamespace",
+		Message: "Lifeline's pod webhooks judge the disruptions of this namespace", ObservedGeneration: pub.Generation}
+	if slices.Contains(r.unserved(), pub.Namespace) {
+		c.Status, c.Reason = metav1.ConditionFalse, "NamespaceNotServed"
+		c.Message = fmt.Sprintf("Lifeline's pod webhooks leave namespace %s out: no disruption there is judged against this budget", pub.Namespace)
+	}
+	old := meta.FindStatusCondition(status.Conditions, c.Type)
+	meta.SetStatusCondition(&status.Conditions, c)
+	return old == nil || old.Status != c.Status || old.Reason != c.Reason
+}
+
+// unserved are the namespaces the pod webhooks leave out.
+func (r *Reconciler) unserved() []string {
+	if r.UnservedNamespaces != nil {
+		return r.UnservedNamespaces
+	}
+	return podadmission.SystemNamespaces
+}
+
+func eventType(s metav1.ConditionStatus) string {
+	if s == metav1.ConditionTrue {
+		return corev1.EventTypeNormal
+	}
+	return corev1.EventTypeWarning
 }
 
 // podsOf returns the budget's active pods and how many it expects: the
@@ -268,11 +308,13 @@ func (r *Reconciler) podsOf(ctx context.Context, pub *policyv1alpha1.PodUnavaila
 			pods = append(pods, p)
 		}
 	}
-	if pub.Spec.TargetReference == nil {
-		var err error
-		if expected, err = r.expectedFor(ctx, pub.Namespace, pods); err != nil {
+	var err error
+	if t := pub.Spec.TargetReference; t != nil {
+		if pods, err = workload.Members(ctx, r.Client, t.APIVersion, t.Kind, t.Name, pods); err != nil {
 			return nil, 0, err
 		}
+	} else if expected, err = r.expectedFor(ctx, pub.Namespace, pods); err != nil {
+		return nil, 0, err
 	}
 	if v, ok := pub.Annotations[policyv1alpha1.PubProtectTotalReplicasAnnotation]; ok {
 		if n, err := strconv.ParseInt(v, 10, 32); err == nil {

@@ -5,7 +5,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 )
 
 func TestPodChange(t *testing.T) {
@@ -35,6 +38,35 @@ func TestPodChange(t *testing.T) {
 		matters, after := PodChange(c.old, c.updated)
 		if matters != c.matters || after != c.after {
 			t.Errorf("%s: %v after %s, want %v after %s", name, matters, after, c.matters, c.after)
+		}
+	}
+}
+
+// A budget in a namespace the pod webhooks leave out says so in its
+// Protecting condition; elsewhere the condition is True; a change is
+// reported once.
+func TestProtecting(t *testing.T) {
+	r := &Reconciler{}
+	for _, c := range []struct {
+		namespace string
+		status    metav1.ConditionStatus
+		reason    string
+	}{
+		{"shop", metav1.ConditionTrue, "WebhooksServeNamespace"},
+		{"kube-system", metav1.ConditionFalse, "NamespaceNotServed"},
+		{"kube-node-lease", metav1.ConditionFalse, "NamespaceNotServed"},
+	} {
+		pub := &policyv1alpha1.PodUnavailableBudget{ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, Name: "b"}}
+		status := &policyv1alpha1.PodUnavailableBudgetStatus{}
+		if !r.protecting(pub, status) {
+			t.Errorf("%s: a new condition not reported as a change", c.namespace)
+		}
+		got := meta.FindStatusCondition(status.Conditions, policyv1alpha1.ConditionProtecting)
+		if got == nil || got.Status != c.status || got.Reason != c.reason {
+			t.Errorf("%s: condition %+v, want %s %s", c.namespace, got, c.status, c.reason)
+		}
+		if r.protecting(pub, status) {
+			t.Errorf("%s: an unchanged condition reported as a change", c.namespace)
 		}
 	}
 }

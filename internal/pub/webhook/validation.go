@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,7 +63,11 @@ func (v *validator) Handle(ctx context.Context, req admission.Request) admission
 	}
 	errs := Validate(pub, old, list.Items)
 	if len(errs) == 0 {
-		return admission.Allowed("")
+		pods := &corev1.PodList{}
+		if err := v.budgets.List(ctx, pods, client.InNamespace(req.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+			pods.Items = nil // warnings are advice: go without the pods' view
+		}
+		return admission.Allowed("").WithWarnings(Warnings(ctx, v.budgets, pub, list.Items, pods.Items)...)
 	}
 	status := apierrors.NewInvalid(policyv1alpha1.GroupVersion.WithKind("PodUnavailableBudget").GroupKind(), pub.Name, errs).ErrStatus
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}

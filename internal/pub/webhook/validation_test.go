@@ -1,11 +1,15 @@
 package webhook
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 )
@@ -125,5 +129,52 @@ func TestLooseOverlap(t *testing.T) {
 		if got := LooseOverlap(c.a, c.b); got != c.want {
 			t.Errorf("%s: %v", c.name, got)
 		}
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	selector := func(labels map[string]string) *policyv1alpha1.PodUnavailableBudget {
+		return &policyv1alpha1.PodUnavailableBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new"},
+			Spec: policyv1alpha1.PodUnavailableBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}}}
+	}
+	other := func(name string, b *policyv1alpha1.PodUnavailableBudget) policyv1alpha1.PodUnavailableBudget {
+		o := *b.DeepCopy()
+		o.Name = name
+		return o
+	}
+	target := &policyv1alpha1.PodUnavailableBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "by-target"},
+		Spec: policyv1alpha1.PodUnavailableBudgetSpec{TargetReference: &policyv1alpha1.TargetReference{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "web"}}}
+	webPod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-x", Labels: map[string]string{"app": "web", "tier": "front"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "web", Controller: ptr.To(true)}}}}
+	cases := []struct {
+		name   string
+		pub    *policyv1alpha1.PodUnavailableBudget
+		others []policyv1alpha1.PodUnavailableBudget
+		pods   []corev1.Pod
+		want   []string // parts of each warning, in order
+	}{
+		{"alone", selector(map[string]string{"app": "web"}), nil, nil, nil},
+		{"other keys, could match one pod", selector(map[string]string{"app": "web"}), []policyv1alpha1.PodUnavailableBudget{other("tier", selector(map[string]string{"tier": "front"}))}, nil, []string{"PodUnavailableBudget tier covers"}},
+		{"same key, other value", selector(map[string]string{"app": "web"}), []policyv1alpha1.PodUnavailableBudget{other("db", selector(map[string]string{"app": "db"}))}, nil, nil},
+		{"a target budget over the same pod", selector(map[string]string{"tier": "front"}), []policyv1alpha1.PodUnavailableBudget{*target}, []corev1.Pod{webPod}, []string{"PodUnavailableBudget by-target covers"}},
+		{"a target budget over other pods", selector(map[string]string{"tier": "back"}), []policyv1alpha1.PodUnavailableBudget{*target}, []corev1.Pod{webPod}, nil},
+		{"kube-system", func() *policyv1alpha1.PodUnavailableBudget {
+			b := selector(map[string]string{"app": "web"})
+			b.Namespace = "kube-system"
+			return b
+		}(), nil, nil, []string{"protects nothing"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Warnings(context.Background(), fake.NewClientBuilder().Build(), c.pub, c.others, c.pods)
+			if len(got) != len(c.want) {
+				t.Fatalf("warnings %q, want %d", got, len(c.want))
+			}
+			for i, w := range c.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("warning %q, want one containing %q", got[i], w)
+				}
+			}
+		})
 	}
 }

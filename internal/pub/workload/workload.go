@@ -5,7 +5,10 @@ package workload
 
 import (
 	"context"
+	"errors"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,3 +41,87 @@ func Same(apiVersion, kind, name string, ref metav1.OwnerReference) bool {
 	b, errB := schema.ParseGroupVersion(ref.APIVersion)
 	return errA == nil && errB == nil && a.Group == b.Group && kind == ref.Kind && name == ref.Name
 }
+
+// ownsDirectly are the kinds known to own their pods (a Deployment through
+// its ReplicaSets): a budget targeting one counts only the pods it owns,
+// whatever else its selector matches.
+var ownsDirectly = map[schema.GroupKind]bool{
+	{Group: "apps", Kind: "Deployment"}: true, {Group: "apps", Kind: "ReplicaSet"}: true,
+	{Group: "apps", Kind: "StatefulSet"}: true, {Group: "apps", Kind: "DaemonSet"}: true,
+	{Group: "apps.kruise.io", Kind: "CloneSet"}: true, {Group: "apps.kruise.io", Kind: "StatefulSet"}: true,
+	{Group: "apps.kruise.io", Kind: "DaemonSet"}: true, {Group: "batch", Kind: "Job"}: true,
+}
+
+// Members are the pods, among those its scale selector matches, that a
+// budget targeting the workload (apiVersion, kind, name) counts: the pods
+// whose workload it is (Top, as the admission matches them), so another
+// workload's pods with matching labels never inflate its status. A
+// custom kind that owns none of them directly (its pods belong to objects
+// it makes) counts every pod its selector matches, as OpenKruise does.
+func Members(ctx context.Context, c client.Reader, apiVersion, kind, name string, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	tops := map[types.UID]metav1.OwnerReference{}
+	var out []*corev1.Pod
+	for _, pod := range pods {
+		ref := metav1.GetControllerOf(pod)
+		if ref == nil {
+			continue
+		}
+		top, ok := tops[ref.UID]
+		if !ok {
+			var err error
+			if top, err = Top(ctx, c, pod.Namespace, *ref); err != nil {
+				return nil, err
+			}
+			tops[ref.UID] = top
+		}
+		if Same(apiVersion, kind, name, top) {
+			out = append(out, pod)
+		}
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if len(out) == 0 && err == nil && !ownsDirectly[gv.WithKind(kind).GroupKind()] {
+		return pods, nil
+	}
+	return out, nil
+}
+
+// cached are the kinds whose metadata the manager's cache may read: it
+// lists and watches them already. Others are read live, once.
+var cached = map[schema.GroupKind]bool{
+	{Group: "apps", Kind: "ReplicaSet"}: true, {Group: "apps", Kind: "Deployment"}: true,
+	{Group: "apps", Kind: "StatefulSet"}: true, {Group: "apps.kruise.io", Kind: "CloneSet"}: true,
+}
+
+// Gone reports whether the workload ref names (a pod's controller) is gone
+// or being deleted: its pods are on their way out with it, and deleting
+// them takes nothing from any budget (OpenKruise counts such a workload
+// as expecting no pods). This is how the garbage collector's deletions
+// pass, judged by the rules rather than by who sends them: whichever user
+// kube-controller-manager runs as, and no user can borrow it. A workload
+// the cache has not seen is read live before it is called gone; one that
+// cannot be read (no permission) is not gone.
+func Gone(ctx context.Context, cache, live client.Reader, namespace string, ref metav1.OwnerReference) bool {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return false
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gv.WithKind(ref.Kind))
+	key := types.NamespacedName{Namespace: namespace, Name: ref.Name}
+	err = errNotRead
+	if cached[obj.GroupVersionKind().GroupKind()] {
+		err = cache.Get(ctx, key, obj)
+	}
+	if err != nil {
+		err = live.Get(ctx, key, obj)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return true
+	case err != nil:
+		return false
+	}
+	return obj.DeletionTimestamp != nil || (ref.UID != "" && obj.UID != ref.UID)
+}
+
+var errNotRead = errors.New("not read from the cache")
