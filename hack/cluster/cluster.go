@@ -30,7 +30,7 @@ import (
 )
 
 // StageFiles are the kwok stages that make simulated nodes behave like a
-// kubelet; the README's "The local cluster" says what they do.
+// kubelet; docs/local-cluster.md says what they do.
 //
 //go:embed stages/*.yaml
 var StageFiles embed.FS
