@@ -216,6 +216,9 @@ func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, 
 		case !isAPIError(err):
 			// Timed out or cut off: the write may have landed. Take back
 			// what it recorded (if it did) and retry its withdrawals.
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = ErrTooLate
+			}
 			answerAll(asks, pub, nil, err, now)
 			g.settle(key, asks, make([]bool, len(asks)), decisions, now)
 			g.requeue(key, back)

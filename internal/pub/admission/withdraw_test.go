@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/disruption"
 )
 
 func budgetObj(name string, selector map[string]string, allowed int32) *policyv1alpha1.PodUnavailableBudget {
@@ -164,5 +165,29 @@ func TestOverlappingBudgetsAreEachCharged(t *testing.T) {
 	}
 	if s := waitStatus(t, c, "even", recorded(2)); s.UnavailableAllowed != 0 {
 		t.Errorf("even: %d allowed left, want 0", s.UnavailableAllowed)
+	}
+}
+
+// A CloneSet plan's check charges every budget covering a pod: with "all"
+// allowing 3 and "even" allowing 1, of four even pods one is allowed, and
+// then two odd ones before "all" is spent.
+func TestCheckChargesEveryCoveringBudget(t *testing.T) {
+	owner := metav1.OwnerReference{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "web"}
+	check := NewCheck([]policyv1alpha1.PodUnavailableBudget{
+		*budgetObj("all", map[string]string{"app": "a"}, 3), *budgetObj("even", map[string]string{"tier": "even"}, 1)}, owner, time.Now())
+	var got []bool
+	for i := 0; i < 7; i++ {
+		pod := readyPod(i)
+		if i < 4 {
+			pod.Labels["tier"] = "even"
+		}
+		ok, _ := check.Allow(pod, disruption.Delete)
+		got = append(got, ok)
+	}
+	want := []bool{true, false, false, false, true, true, false}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("pod %d: allowed %v, want %v (all: %v)", i, got[i], want[i], got)
+		}
 	}
 }
