@@ -61,9 +61,7 @@ func TestKubectlDrainHonoursTheBudget(t *testing.T) {
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 			Containers:  []corev1.Container{{Name: "main", Image: "nginx:1.27"}},
 			Tolerations: []corev1.Toleration{{Key: "lifeline.dev/drain-test", Operator: corev1.TolerationOpExists}},
-			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
-					Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{"drain-a", "drain-b"}}}}}}}},
+			Affinity:    onNodes([]string{"drain-a", "drain-b"}),
 		}}}})
 	create(t, newBudget(ns, "drained", policyv1alpha1.PodUnavailableBudgetSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: labels}, MaxUnavailable: ptr.To(intstr.FromInt32(1))}))
