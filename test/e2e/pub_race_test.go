@@ -85,20 +85,33 @@ func TestPodUnavailableBudgetEvictionStorm(t *testing.T) {
 	ctx := context.Background()
 	settledBudget := policyv1alpha1.PodUnavailableBudgetStatus{TotalReplicas: 200, DesiredAvailable: 195, CurrentAvailable: 200, UnavailableAllowed: 5}
 	var ns string
-	crowd := func(t *testing.T) []corev1.Pod {
+	// crowd makes the 200 pods and their budget; with evens, the even pods
+	// are also covered by a second budget, "even", allowing 2 of 100.
+	crowd := func(t *testing.T, evens ...bool) []corev1.Pod {
 		ns = newNamespace(t)
-		b := newBudget(ns, "crowd", policyv1alpha1.PodUnavailableBudgetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "crowd"}}, MaxUnavailable: ptr.To(intstr.FromInt32(5))})
-		b.Annotations = map[string]string{policyv1alpha1.PubProtectTotalReplicasAnnotation: "200"}
-		create(t, b)
+		budget := func(name string, labels map[string]string, total string, allowed int32) {
+			b := newBudget(ns, name, policyv1alpha1.PodUnavailableBudgetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: labels}, MaxUnavailable: ptr.To(intstr.FromInt32(allowed))})
+			b.Annotations = map[string]string{policyv1alpha1.PubProtectTotalReplicasAnnotation: total}
+			create(t, b)
+		}
+		budget("crowd", map[string]string{"app": "crowd"}, "200", 5)
+		overlap := len(evens) > 0 && evens[0]
+		if overlap {
+			budget("even", map[string]string{"tier": "even"}, "100", 2)
+		}
 		var wg sync.WaitGroup
 		for w := 0; w < 20; w++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for i := w; i < 200; i += 20 {
+					labels := map[string]string{"app": "crowd"}
+					if overlap && i%2 == 0 {
+						labels["tier"] = "even"
+					}
 					if _, err := client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("crowd-%03d", i),
-						Labels: map[string]string{"app": "crowd"}}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "nginx:1.27"}}}},
+						Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "nginx:1.27"}}}},
 						metav1.CreateOptions{}); err != nil {
 						t.Error(err)
 						return
@@ -108,6 +121,9 @@ func TestPodUnavailableBudgetEvictionStorm(t *testing.T) {
 		}
 		wg.Wait()
 		waitBudgetWithin(t, 2*time.Minute, ns, "crowd", settledBudget)
+		if overlap {
+			waitBudget(t, ns, "even", policyv1alpha1.PodUnavailableBudgetStatus{TotalReplicas: 100, DesiredAvailable: 98, CurrentAvailable: 100, UnavailableAllowed: 2})
+		}
 		return livePods(t, ns, "app=crowd")
 	}
 	check := func(t *testing.T, pods []corev1.Pod, admitted, refused int) {
@@ -147,6 +163,50 @@ func TestPodUnavailableBudgetEvictionStorm(t *testing.T) {
 		}
 		<-done
 		check(t, pods, admitted+a2, refused+r2)
+	})
+
+	// Both budgets hold: 5 admitted in all, at most 2 of them even, read
+	// back from the API server; every refusal is told on its budget.
+	t.Run("two overlapping budgets, two replicas", func(t *testing.T) {
+		pods := crowd(t, true)
+		replicas, err := local.StartReplica(ctx, lifeline)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := replicas.Stop(ctx, local); err != nil {
+				t.Error(err)
+			}
+		}()
+		admitted, refused := storm(t, ns, pods, new(atomic.Int64))
+		check(t, pods, admitted, refused)
+		var evens []corev1.Pod
+		for _, p := range pods {
+			if p.Labels["tier"] == "even" {
+				evens = append(evens, p)
+			}
+		}
+		gone := disrupted(t, ns, evens)
+		t.Logf("%d admitted, %d of them even", admitted, gone)
+		if gone > 2 {
+			t.Errorf("%d even pods gone or going; the even budget allows 2", gone)
+		}
+		events, err := client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		told := 0
+		for _, e := range events.Items {
+			if e.Reason == "DisruptionRefused" && e.Regarding.Kind == "PodUnavailableBudget" {
+				told++
+			}
+		}
+		if told == 0 {
+			t.Error("no DisruptionRefused event on a budget")
+		}
+		if n := metricAt(lifeline.MetricsURL, "pod_unavailable_budget", nil) + metricAt(replicas.Second.MetricsURL, "pod_unavailable_budget", nil); n <= 0 {
+			t.Errorf("OpenKruise's pod_unavailable_budget counter shows no refusal (%v)", n)
+		}
 	})
 
 	t.Run("two replicas", func(t *testing.T) {
