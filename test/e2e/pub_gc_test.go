@@ -91,8 +91,10 @@ func gcDeletesHeldPods(t *testing.T) {
 		t.Fatalf("evicting a pod under a budget allowing nothing: %v, want 429", err)
 	}
 
-	background := metav1.DeletePropagationBackground
-	if err := client.AppsV1().Deployments(ns).Delete(ctx, "gc-deploy", metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
+	// Foreground: the Deployment and its ReplicaSet are being deleted, not
+	// gone, while the collector deletes the pods; the CloneSet goes at once.
+	foreground := metav1.DeletePropagationForeground
+	if err := client.AppsV1().Deployments(ns).Delete(ctx, "gc-deploy", metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
 		t.Fatal(err)
 	}
 	if err := k8s.Delete(ctx, cs); err != nil {

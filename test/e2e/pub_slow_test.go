@@ -221,7 +221,8 @@ func TestBudgetUndecidedInTimeSpendsNothing(t *testing.T) {
 	})
 	longest := recordLife(t, ns, "undecided")
 	pods := livePods(t, ns, "app=undecided")
-	timeouts := counter("lifeline_pub_admissions_total", map[string]string{"result": "timeout"})
+	timedOut := map[string]string{"budget": ns + "/undecided", "result": "timeout"}
+	timeouts := counter("lifeline_pub_admissions_total", timedOut)
 
 	slow.Store(true)
 	start := time.Now()
@@ -233,7 +234,7 @@ func TestBudgetUndecidedInTimeSpendsNothing(t *testing.T) {
 		t.Fatalf("eviction under a slow budget write: %v (retry after %d, %v), want 429 with a Retry-After", err, after, retry)
 	}
 	t.Logf("answered in %s: %v", took.Round(10*time.Millisecond), err)
-	if n := counter("lifeline_pub_admissions_total", map[string]string{"result": "timeout"}); n <= timeouts {
+	if n := counter("lifeline_pub_admissions_total", timedOut); n <= timeouts {
 		t.Errorf("no admission counted as timed out (%v before, %v after)", timeouts, n)
 	}
 	eventually(t, 10*time.Second, "the refused eviction's record gone", func(ctx context.Context) (bool, string, error) {
@@ -269,7 +270,7 @@ func TestKubectlDrainWithSlowBudgetWrites(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	drainNodes(t, "slow-a", "slow-b")
-	timeouts := counter("lifeline_pub_admissions_total", map[string]string{"result": "timeout"})
+	timedOut := map[string]string{"budget": ns + "/slowdrain", "result": "timeout"}
 	held := slowDeployment(t, ns, "slowdrain", 4, []string{"slow-a", "slow-b"}, func(n int64) time.Duration {
 		if n%2 == 0 {
 			return 2500 * time.Millisecond
@@ -300,7 +301,7 @@ func TestKubectlDrainWithSlowBudgetWrites(t *testing.T) {
 	if strings.Contains(string(out), "Internal error") || strings.Contains(string(out), "context deadline exceeded") {
 		t.Errorf("the drain met a timed-out webhook:\n%s", out)
 	}
-	n := counter("lifeline_pub_admissions_total", map[string]string{"result": "timeout"}) - timeouts
+	n := counter("lifeline_pub_admissions_total", timedOut)
 	if n <= 0 {
 		t.Errorf("no eviction was slowed past the guard's deadline: the test did not test it")
 	}
