@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,6 +92,8 @@ func gcDeletesHeldPods(t *testing.T) {
 		t.Fatalf("evicting a pod under a budget allowing nothing: %v, want 429", err)
 	}
 
+	held := len(livePods(t, ns, ""))
+	start := time.Now()
 	// Foreground: the Deployment and its ReplicaSet are being deleted, not
 	// gone, while the collector deletes the pods; the CloneSet goes at once.
 	foreground := metav1.DeletePropagationForeground
@@ -107,4 +110,15 @@ func gcDeletesHeldPods(t *testing.T) {
 		}
 		return len(pods.Items) == 0, fmt.Sprintf("%d pods left", len(pods.Items)), nil
 	})
+	t.Logf("the garbage collector deleted %d held pods in %s", held, time.Since(start).Round(100*time.Millisecond))
+	// Not one of its deletions was refused first (and retried later).
+	events, err := client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if (e.Reason == "DisruptionRefused" || e.Reason == "DisruptionNotDecided") && strings.Contains(e.Note, "system:") {
+			t.Errorf("the garbage collector was refused: %s", e.Note)
+		}
+	}
 }

@@ -192,6 +192,8 @@ func fullPodUnavailableBudget() *policyv1alpha1.PodUnavailableBudget {
 			CurrentAvailable:   7,
 			DesiredAvailable:   6,
 			TotalReplicas:      8,
+			Conditions: []metav1.Condition{{Type: policyv1alpha1.ConditionProtecting, Status: metav1.ConditionTrue, ObservedGeneration: 1,
+				LastTransitionTime: stamp, Reason: "WebhooksServeNamespace", Message: "Lifeline's pod webhooks judge the disruptions of this namespace"}},
 		},
 	}
 }

@@ -72,11 +72,8 @@ func (g *Guard) Take(ctx context.Context, r Request) (Verdict, error) {
 	if err != nil || len(budgets) == 0 {
 		return Verdict{Allowed: true}, err
 	}
-	if ref := metav1.GetControllerOf(r.Pod); ref != nil && workload.Gone(ctx, g.Cache, g.Live, r.Pod.Namespace, *ref) {
-		for _, pub := range budgets {
-			admissions.WithLabelValues(pub.Namespace+"/"+pub.Name, string(r.Op), "free").Inc()
-		}
-		return Verdict{Allowed: true, Reason: fmt.Sprintf("its %s %s is gone or being deleted", ref.Kind, ref.Name)}, nil
+	if v, gone := g.workloadGone(ctx, r, budgets, g.Cache); gone {
+		return v, nil
 	}
 	v := Verdict{Allowed: true}
 	var held []taken
@@ -98,6 +95,12 @@ func (g *Guard) Take(ctx context.Context, r Request) (Verdict, error) {
 			return Verdict{}, ans.err
 		case !ans.d.Allowed:
 			g.release(held, r.Pod.Name)
+			// The cache may not have seen the workload's deletion yet (the
+			// garbage collector deletes pods right after it): ask live
+			// before refusing.
+			if v, gone := g.workloadGone(ctx, r, budgets, g.Live); gone {
+				return v, nil
+			}
 			g.refused(pub, r, ans.d.Reason)
 			return Verdict{Reason: ans.d.Reason, Refused: pub}, nil
 		case ans.d.Status != nil:
@@ -109,6 +112,19 @@ func (g *Guard) Take(ctx context.Context, r Request) (Verdict, error) {
 		v.Reason = ans.d.Reason
 	}
 	return v, nil
+}
+
+// workloadGone lets the disruption through when the pod's workload is gone
+// or being deleted (workload.Gone), read through reader then live.
+func (g *Guard) workloadGone(ctx context.Context, r Request, budgets []*policyv1alpha1.PodUnavailableBudget, reader client.Reader) (Verdict, bool) {
+	ref := metav1.GetControllerOf(r.Pod)
+	if ref == nil || !workload.Gone(ctx, reader, g.Live, r.Pod.Namespace, *ref) {
+		return Verdict{}, false
+	}
+	for _, pub := range budgets {
+		admissions.WithLabelValues(pub.Namespace+"/"+pub.Name, string(r.Op), "free").Inc()
+	}
+	return Verdict{Allowed: true, Reason: fmt.Sprintf("its %s %s is gone or being deleted", ref.Kind, ref.Name)}, true
 }
 
 // release withdraws a refused disruption from the budgets that recorded it.
