@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 )
@@ -165,8 +166,13 @@ func TestPodUnavailableBudgetEvictionStorm(t *testing.T) {
 		check(t, pods, admitted+a2, refused+r2)
 	})
 
-	// Both budgets hold: 5 admitted in all, at most 2 of them even, read
-	// back from the API server; every refusal is told on its budget.
+	// Both budgets hold, each exactly. First the 100 even pods storm:
+	// "even" (2 of 100) binds, so exactly 2 are admitted (charging only
+	// the first budget by name, "crowd", as OpenKruise does, admits 5).
+	// Then the 100 odd pods storm for what "crowd" (5 of 200) has left:
+	// exactly 3. Read back from the API server; once withdrawals settle,
+	// each budget records only pods that went. Every refusal is told on
+	// its budget.
 	t.Run("two overlapping budgets, two replicas", func(t *testing.T) {
 		pods := crowd(t, true)
 		replicas, err := local.StartReplica(ctx, lifeline)
@@ -178,18 +184,39 @@ func TestPodUnavailableBudgetEvictionStorm(t *testing.T) {
 				t.Error(err)
 			}
 		}()
-		admitted, refused := storm(t, ns, pods, new(atomic.Int64))
-		check(t, pods, admitted, refused)
-		var evens []corev1.Pod
+		var evens, odds []corev1.Pod
 		for _, p := range pods {
 			if p.Labels["tier"] == "even" {
 				evens = append(evens, p)
+			} else {
+				odds = append(odds, p)
 			}
 		}
-		gone := disrupted(t, ns, evens)
-		t.Logf("%d admitted, %d of them even", admitted, gone)
-		if gone > 2 {
-			t.Errorf("%d even pods gone or going; the even budget allows 2", gone)
+		for _, wave := range []struct {
+			name      string
+			pods      []corev1.Pod
+			admitting int
+		}{{"even", evens, 2}, {"odd", odds, 3}} {
+			admitted, refused := storm(t, ns, wave.pods, new(atomic.Int64))
+			gone := disrupted(t, ns, wave.pods)
+			t.Logf("%s pods: %d admitted, %d refused, %d gone", wave.name, admitted, refused, gone)
+			if admitted != wave.admitting || gone != wave.admitting || refused != len(wave.pods)-wave.admitting {
+				t.Errorf("%s pods: %d admitted, %d refused with 429, %d gone; want %d admitted and gone", wave.name, admitted, refused, gone, wave.admitting)
+			}
+		}
+		for _, name := range []string{"crowd", "even"} {
+			eventually(t, 30*time.Second, "budget "+name+" recording only pods that went", func(ctx context.Context) (bool, string, error) {
+				b := &policyv1alpha1.PodUnavailableBudget{}
+				if err := k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
+					return false, err.Error(), nil
+				}
+				for pod := range b.Status.DisruptedPods {
+					if p := readPod(t, ns, pod); p != nil && p.DeletionTimestamp == nil {
+						return false, pod + " is recorded and still running", nil
+					}
+				}
+				return true, "", nil
+			})
 		}
 		events, err := client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {

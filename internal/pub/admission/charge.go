@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -76,42 +77,81 @@ func (g *Guard) Take(ctx context.Context, r Request) (Verdict, error) {
 		return v, nil
 	}
 	v := Verdict{Allowed: true}
-	var held []taken
+	var charge []charged
 	for _, pub := range budgets {
 		key := client.ObjectKeyFromObject(pub)
 		// A disruption that costs nothing is answered at once, on the
 		// cached budget and without copying its records: only the
-		// budget's controller removes records, so "already recorded" holds.
+		// budget's controller removes records, so "already recorded"
+		// holds (unless the record may be an orphan, see markRecorded).
 		if d, free := budget.Free(pub.Annotations, &pub.Status, r.Pod, r.Op); free && !g.isUnsettled(key, r.Pod.Name) {
 			admissions.WithLabelValues(key.String(), string(r.Op), "free").Inc()
 			v.Reason = d.Reason
 			continue
 		}
-		ans := g.takeOne(ctx, key, r.Pod, r.Op, r.DryRun)
+		charge = append(charge, charged{pub: pub, key: key, allowed: g.newest(key, pub).UnavailableAllowed})
+	}
+	// The strictest budget first, and a spent one refuses before any
+	// other is charged: a disruption one budget refuses should hold no
+	// other, not even until its withdrawal is written.
+	sort.SliceStable(charge, func(i, j int) bool { return charge[i].allowed < charge[j].allowed })
+	if len(charge) > 0 {
+		if d, spent := budget.Spent(charge[0].pub.Name, &policyv1alpha1.PodUnavailableBudgetStatus{UnavailableAllowed: charge[0].allowed,
+			CurrentAvailable: charge[0].pub.Status.CurrentAvailable, DesiredAvailable: charge[0].pub.Status.DesiredAvailable,
+			TotalReplicas: charge[0].pub.Status.TotalReplicas}); spent {
+			return g.refuse(ctx, r, budgets, charge[0].pub, nil, d.Reason), nil
+		}
+	}
+	var held []taken
+	for _, c := range charge {
+		ans := g.takeOne(ctx, c.key, r.Pod, r.Op, r.DryRun)
 		switch {
 		case ans.err != nil:
 			g.release(held, r.Pod.Name)
-			g.undecided(pub, r, ans.err)
+			g.undecided(c.pub, r, ans.err)
 			return Verdict{}, ans.err
 		case !ans.d.Allowed:
-			g.release(held, r.Pod.Name)
-			// The cache may not have seen the workload's deletion yet (the
-			// garbage collector deletes pods right after it): ask live
-			// before refusing.
-			if v, gone := g.workloadGone(ctx, r, budgets, g.Live); gone {
-				return v, nil
-			}
-			g.refused(pub, r, ans.d.Reason)
-			return Verdict{Reason: ans.d.Reason, Refused: pub}, nil
+			return g.refuse(ctx, r, budgets, c.pub, held, ans.d.Reason), nil
 		case ans.d.Status != nil:
-			held = append(held, taken{key: key, at: ans.at})
-			admissions.WithLabelValues(key.String(), string(r.Op), "admitted").Inc()
+			held = append(held, taken{key: c.key, at: ans.at})
+			admissions.WithLabelValues(c.key.String(), string(r.Op), "admitted").Inc()
 		default:
-			admissions.WithLabelValues(key.String(), string(r.Op), "free").Inc()
+			admissions.WithLabelValues(c.key.String(), string(r.Op), "free").Inc()
 		}
 		v.Reason = ans.d.Reason
 	}
 	return v, nil
+}
+
+// charged is a budget a disruption is to be recorded in.
+type charged struct {
+	pub     *policyv1alpha1.PodUnavailableBudget
+	key     types.NamespacedName
+	allowed int32
+}
+
+// newest is the newest status of budget key this process knows: the one
+// it last wrote, when the cache has not caught up with it yet.
+func (g *Guard) newest(key types.NamespacedName, cached *policyv1alpha1.PodUnavailableBudget) *policyv1alpha1.PodUnavailableBudgetStatus {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if q := g.queues[key]; q != nil && q.last != nil && q.last.UID == cached.UID && newer(q.last.ResourceVersion, cached.ResourceVersion) {
+		return &q.last.Status
+	}
+	return &cached.Status
+}
+
+// refuse answers a refusal by pub, withdrawing what other budgets recorded
+// (held) — unless the pod's workload turns out to be gone, read live: the
+// cache may not have seen its deletion yet (the garbage collector deletes
+// pods right after it).
+func (g *Guard) refuse(ctx context.Context, r Request, budgets []*policyv1alpha1.PodUnavailableBudget, pub *policyv1alpha1.PodUnavailableBudget, held []taken, reason string) Verdict {
+	g.release(held, r.Pod.Name)
+	if v, gone := g.workloadGone(ctx, r, budgets, g.Live); gone {
+		return v
+	}
+	g.refused(pub, r, reason)
+	return Verdict{Reason: reason, Refused: pub}
 }
 
 // workloadGone lets the disruption through when the pod's workload is gone

@@ -243,6 +243,16 @@ func Free(annotations map[string]string, st *policyv1alpha1.PodUnavailableBudget
 	return Decision{}, false
 }
 
+// Spent reports whether a budget with status st allows no more
+// disruptions, with the refusal naming it and its numbers.
+func Spent(name string, st *policyv1alpha1.PodUnavailableBudgetStatus) (Decision, bool) {
+	if st.UnavailableAllowed > 0 {
+		return Decision{}, false
+	}
+	return Decision{Reason: fmt.Sprintf("PodUnavailableBudget %s allows no more unavailable pods: %d available, %d desired, %d total",
+		name, st.CurrentAvailable, st.DesiredAvailable, st.TotalReplicas)}, true
+}
+
 // AdmitInto is Admit deciding on, and recording into, status (pub's own
 // status is not read): a batch of admissions decides in turn on one
 // status without copying it for each. The returned Decision's Status is
@@ -252,9 +262,8 @@ func AdmitInto(pub *policyv1alpha1.PodUnavailableBudget, status *policyv1alpha1.
 	if d, free := Free(pub.Annotations, st, pod, op); free {
 		return d
 	}
-	if st.UnavailableAllowed <= 0 {
-		return Decision{Reason: fmt.Sprintf("PodUnavailableBudget %s allows no more unavailable pods: %d available, %d desired, %d total",
-			pub.Name, st.CurrentAvailable, st.DesiredAvailable, st.TotalReplicas)}
+	if d, spent := Spent(pub.Name, st); spent {
+		return d
 	}
 	if len(st.DisruptedPods)+len(st.UnavailablePods) > MaxRecords {
 		return Decision{Reason: fmt.Sprintf("PodUnavailableBudget %s has too many disruptions its controller has not confirmed yet", pub.Name)}
