@@ -59,8 +59,8 @@ type taken struct {
 	at  time.Time
 }
 
-// Take judges r against every budget covering the pod, in name order, and,
-// unless it is a dry run, records an admitted disruption in each before it
+// Take judges r against every budget covering the pod, the strictest
+// first, and, unless it is a dry run, records an admitted disruption in each before it
 // returns, by writes conditional on the version read (see commit). It is
 // admitted only when every budget admits it; when one refuses, or ctx ends
 // first (ErrTooLate), what the others recorded is withdrawn, so a refused
@@ -89,16 +89,14 @@ func (g *Guard) Take(ctx context.Context, r Request) (Verdict, error) {
 			v.Reason = d.Reason
 			continue
 		}
-		charge = append(charge, charged{pub: pub, key: key, allowed: g.newest(key, pub).UnavailableAllowed})
+		charge = append(charge, charged{pub: pub, key: key, allowed: g.allowed(key, pub)})
 	}
 	// The strictest budget first, and a spent one refuses before any
 	// other is charged: a disruption one budget refuses should hold no
 	// other, not even until its withdrawal is written.
 	sort.SliceStable(charge, func(i, j int) bool { return charge[i].allowed < charge[j].allowed })
 	if len(charge) > 0 {
-		if d, spent := budget.Spent(charge[0].pub.Name, &policyv1alpha1.PodUnavailableBudgetStatus{UnavailableAllowed: charge[0].allowed,
-			CurrentAvailable: charge[0].pub.Status.CurrentAvailable, DesiredAvailable: charge[0].pub.Status.DesiredAvailable,
-			TotalReplicas: charge[0].pub.Status.TotalReplicas}); spent {
+		if d, spent := charge[0].spent(); spent {
 			return g.refuse(ctx, r, budgets, charge[0].pub, nil, d.Reason), nil
 		}
 	}
@@ -130,15 +128,24 @@ type charged struct {
 	allowed int32
 }
 
-// newest is the newest status of budget key this process knows: the one
-// it last wrote, when the cache has not caught up with it yet.
-func (g *Guard) newest(key types.NamespacedName, cached *policyv1alpha1.PodUnavailableBudget) *policyv1alpha1.PodUnavailableBudgetStatus {
+// spent reports whether the budget allows no more disruptions as this
+// process last knew it, with the refusal.
+func (c charged) spent() (budget.Decision, bool) {
+	st := c.pub.Status
+	st.DisruptedPods, st.UnavailablePods, st.Conditions = nil, nil, nil // not read; not copied
+	st.UnavailableAllowed = c.allowed
+	return budget.Spent(c.pub.Name, &st)
+}
+
+// allowed is how many disruptions budget key allows as this process last
+// knew it: as it last wrote it, when the cache has not caught up yet.
+func (g *Guard) allowed(key types.NamespacedName, cached *policyv1alpha1.PodUnavailableBudget) int32 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if q := g.queues[key]; q != nil && q.last != nil && q.last.UID == cached.UID && newer(q.last.ResourceVersion, cached.ResourceVersion) {
-		return &q.last.Status
+		return q.last.Status.UnavailableAllowed
 	}
-	return &cached.Status
+	return cached.Status.UnavailableAllowed
 }
 
 // refuse answers a refusal by pub, withdrawing what other budgets recorded

@@ -207,7 +207,7 @@ func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, 
 		err = g.writeStatus(ctx, updated, len(asks))
 		switch {
 		case err == nil:
-			q.last = updated
+			g.setLast(q, updated)
 			g.settle(key, asks, answerAll(asks, updated, decisions, nil, now), decisions, now)
 			g.drop(key, back)
 		case apierrors.IsNotFound(err):
@@ -234,7 +234,8 @@ func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, 
 				g.drop(key, back)
 				return
 			} else if err == nil {
-				pub, q.last = fresh, fresh
+				pub = fresh
+				g.setLast(q, fresh)
 			}
 		}
 	}
@@ -378,6 +379,15 @@ func isAPIError(err error) bool {
 	}
 	code := status.Status().Code
 	return code >= 400 && code < 500 && code != 408
+}
+
+// setLast records the budget as this process last wrote or read it live;
+// under the lock, since requests read it too (newest). The object is
+// never changed afterwards: writes start from copies.
+func (g *Guard) setLast(q *queue, pub *policyv1alpha1.PodUnavailableBudget) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	q.last = pub
 }
 
 // base is the newest copy of the budget this process knows: the cache's,
