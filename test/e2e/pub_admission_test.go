@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -29,7 +31,13 @@ func TestPodUnavailableBudgetGuardsDeletesAndEvictions(t *testing.T) {
 	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"}, Spec: appsv1.DeploymentSpec{
 		Replicas: ptr.To[int32](4), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "api"}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "nginx:1.27"}}}}}}
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "nginx:1.27"}},
+				Tolerations: []corev1.Toleration{{Key: "lifeline.dev/drain-test", Operator: corev1.TolerationOpExists}},
+				Affinity:    onNodes([]string{"admission-a"})}}}}
+	// The pods run on a node of the test's own, cordoned while the budget
+	// must stay spent: a replacement that came up would rightly give it
+	// room again.
+	drainNodes(t, "admission-a")
 	if err := k8s.Create(ctx, deploy); err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +50,14 @@ func TestPodUnavailableBudgetGuardsDeletesAndEvictions(t *testing.T) {
 	waitBudget(t, ns, "api", settledBudget)
 	pods := func() []corev1.Pod { return livePods(t, ns, "app=api") }
 	p := pods()
+	cordon := func(unschedulable bool) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, unschedulable)
+		if _, err := client.CoreV1().Nodes().Patch(ctx, "admission-a", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cordon(true)
 	if err := client.CoreV1().Pods(ns).Delete(ctx, p[0].Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("the one allowed delete: %v", err)
 	}
@@ -57,6 +73,7 @@ func TestPodUnavailableBudgetGuardsDeletesAndEvictions(t *testing.T) {
 
 	// The replacement is up: one disruption allowed again, and four
 	// evictions race for it.
+	cordon(false)
 	waitBudget(t, ns, "api", settledBudget)
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -149,13 +149,17 @@ func (g *Guard) allowed(key types.NamespacedName, cached *policyv1alpha1.PodUnav
 }
 
 // refuse answers a refusal by pub, withdrawing what other budgets recorded
-// (held) — unless the pod's workload turns out to be gone, read live: the
-// cache may not have seen its deletion yet (the garbage collector deletes
-// pods right after it).
+// (held) — unless, for a DELETE, the pod's workload turns out to be gone
+// read live: the garbage collector deletes pods right after their
+// workload, before the cache may have seen it. Evictions, which come in
+// storms from drains, are judged on the cache alone, sparing the API
+// server a read per refusal.
 func (g *Guard) refuse(ctx context.Context, r Request, budgets []*policyv1alpha1.PodUnavailableBudget, pub *policyv1alpha1.PodUnavailableBudget, held []taken, reason string) Verdict {
 	g.release(held, r.Pod.Name)
-	if v, gone := g.workloadGone(ctx, r, budgets, g.Live); gone {
-		return v
+	if r.Op == policyv1alpha1.PubDeleteOperation {
+		if v, gone := g.workloadGone(ctx, r, budgets, g.Live); gone {
+			return v
+		}
 	}
 	g.refused(pub, r, reason)
 	return Verdict{Reason: reason, Refused: pub}

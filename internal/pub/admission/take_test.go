@@ -12,13 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 )
@@ -32,19 +29,9 @@ func readyPod(i int) *corev1.Pod {
 // that refuses stale writes: however the batches interleave, exactly the
 // allowed number is admitted and recorded.
 func TestTakeAdmitsExactlyTheAllowedAcrossReplicas(t *testing.T) {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = policyv1alpha1.AddToScheme(scheme)
-	pub := &policyv1alpha1.PodUnavailableBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"},
-		Spec: policyv1alpha1.PodUnavailableBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
-			MaxUnavailable: ptr.To(intstr.FromInt32(5))},
-		Status: policyv1alpha1.PodUnavailableBudgetStatus{DesiredAvailable: 95, CurrentAvailable: 100, UnavailableAllowed: 5, TotalReplicas: 100}}
+	pub := budgetObj("b", map[string]string{"app": "a"}, 5)
 	var writes atomic.Int64
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pub).WithStatusSubresource(pub).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			writes.Add(1)
-			return c.SubResource(sub).Update(ctx, obj, opts...)
-		}}).Build()
+	c := fakeAPI(t, func(context.Context) error { writes.Add(1); return nil }, pub)
 	guard := func() *Guard {
 		return &Guard{Cache: c, Live: c, Writer: c, Recorder: events.NewFakeRecorder(1000), Now: time.Now}
 	}
