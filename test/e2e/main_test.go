@@ -55,7 +55,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	local.Stop()
-	if code == 0 {
+	if code == 0 && os.Getenv("LIFELINE_E2E_KEEP_LOGS") == "" {
 		os.RemoveAll(dir)
 	} else {
 		fmt.Fprintln(os.Stderr, "component logs kept in", dir+"/logs")

@@ -35,6 +35,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 	"github.com/lifeline-k8s/lifeline/internal/disruption"
 	pubadmission "github.com/lifeline-k8s/lifeline/internal/pub/admission"
+	"github.com/lifeline-k8s/lifeline/internal/requeue"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 	"github.com/lifeline-k8s/lifeline/pkg/podpatch"
 )
@@ -129,7 +130,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		// A budget that frees up lets held pods go at once, not at the
 		// next retry.
 		Watches(&policyv1alpha1.PodUnavailableBudget{}, handler.EnqueueRequestsFromMapFunc(r.cloneSetsOf)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers, RateLimiter: requeue.RateLimiter()}).
 		Complete(r)
 }
 

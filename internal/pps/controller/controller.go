@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
@@ -34,6 +35,7 @@ import (
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/pps/state"
 	"github.com/lifeline-k8s/lifeline/internal/pps/workloads"
+	"github.com/lifeline-k8s/lifeline/internal/requeue"
 )
 
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=persistentpodstates,verbs=get;list;watch;create;update;patch;delete
@@ -92,6 +94,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		// writes (one per pod that becomes ready) do not.
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.statesOf), builder.WithPredicates(scaledOrDeleted)).
 		Named("persistentpodstate").
+		WithOptions(controller.Options{RateLimiter: requeue.RateLimiter()}).
 		Complete(r)
 }
 

@@ -11,12 +11,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/pps/state"
+	"github.com/lifeline-k8s/lifeline/internal/requeue"
 )
 
 // Generator creates, updates and deletes the PersistentPodState a
@@ -35,6 +37,7 @@ func (g *Generator) SetupWithManager(mgr ctrl.Manager) error {
 		For(&appsv1.StatefulSet{}, builder.WithPredicates(annotationsChanged)).
 		Owns(&appsv1alpha1.PersistentPodState{}).
 		Named("persistentpodstate-generator").
+		WithOptions(controller.Options{RateLimiter: requeue.RateLimiter()}).
 		Complete(g)
 }
 

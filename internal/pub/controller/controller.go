@@ -15,6 +15,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
@@ -44,6 +45,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	"github.com/lifeline-k8s/lifeline/internal/pub/budget"
 	"github.com/lifeline-k8s/lifeline/internal/pub/workload"
+	"github.com/lifeline-k8s/lifeline/internal/requeue"
 )
 
 // resync bounds how long a budget goes unchecked: a workload's replicas
@@ -94,6 +96,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
 		Watches(&appsv1alpha1.CloneSet{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
 		Named("podunavailablebudget").
+		WithOptions(controller.Options{RateLimiter: requeue.RateLimiter()}).
 		Complete(r)
 }
 
