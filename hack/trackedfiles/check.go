@@ -3,20 +3,29 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
 // maxSize is the largest file git may track outside a testdata folder.
 const maxSize = 1 << 20
 
+// maxGoLines is the longest a hand-written Go file may be: past it, a file
+// holds more than one concern and a reader cannot find one in it quickly.
+const maxGoLines = 500
+
 // file is what the check needs of one tracked file: its path, size, git's
-// executable bit and its first bytes.
+// executable bit, its first bytes and, for Go files, its line count.
 type file struct {
 	path       string
 	size       int64
 	executable bool
 	head       []byte
+	lines      int
 }
+
+// generated matches the line Go's convention puts in generated files.
+var generated = regexp.MustCompile(`(?m)^// Code generated .* DO NOT EDIT\.$`)
 
 // binaryMagic are the openings of the executable formats a Go build writes
 // (ELF, Mach-O in both byte orders and widths, universal Mach-O, PE, wasm).
@@ -43,6 +52,9 @@ func check(f file) string {
 	}
 	if f.size > maxSize && !inTestdata(f.path) {
 		return fmt.Sprintf("%s is %d bytes, over the %d allowed outside testdata/", f.path, f.size, maxSize)
+	}
+	if strings.HasSuffix(f.path, ".go") && f.lines > maxGoLines && !generated.Match(f.head) {
+		return fmt.Sprintf("%s has %d lines, over the %d a hand-written Go file may have: split it by concern", f.path, f.lines, maxGoLines)
 	}
 	return ""
 }

@@ -3,6 +3,8 @@ package controller
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 )
 
 var (
@@ -39,4 +41,21 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(podsCreated, podsDeleted, actionFailures, replicasGauge, stateDuration, stalePatches, expectationsExpired)
+}
+
+func recordGauges(cs *appsv1alpha1.CloneSet, st *appsv1alpha1.CloneSetStatus) {
+	desired := int32(1)
+	if cs.Spec.Replicas != nil {
+		desired = *cs.Spec.Replicas
+	}
+	for kind, v := range map[string]int32{
+		"desired": desired, "current": st.Replicas, "updated": st.UpdatedReplicas, "ready": st.ReadyReplicas,
+		"available": st.AvailableReplicas, "expected_updated": st.ExpectedUpdatedReplicas,
+	} {
+		replicasGauge.WithLabelValues(cs.Namespace, cs.Name, kind).Set(float64(v))
+	}
+}
+
+func deleteGauges(namespace, name string) {
+	replicasGauge.DeletePartialMatch(map[string]string{"namespace": namespace, "cloneset": name})
 }

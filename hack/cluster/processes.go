@@ -1,0 +1,171 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// Stop ends every component, newest first, and waits for each to exit.
+func (c *Cluster) Stop() {
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		p := c.procs[i]
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+		}
+	}
+	c.procs = nil
+}
+
+// StopProcess ends one component with sig and waits for it to exit; it is
+// no longer part of the cluster until started again.
+func (c *Cluster) StopProcess(name string, sig syscall.Signal) error {
+	for i, p := range c.procs {
+		if p.name != name {
+			continue
+		}
+		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+		select {
+		case <-p.done:
+		case <-time.After(time.Minute):
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+		}
+		c.procs = append(c.procs[:i], c.procs[i+1:]...)
+		return nil
+	}
+	return fmt.Errorf("no component %s", name)
+}
+
+// RestartControllerManager restarts kube-controller-manager with its
+// controllers under per-controller service-account credentials (as the
+// cluster starts) or all under its own identity
+// (system:kube-controller-manager), the two ways a cluster may run it.
+func (c *Cluster) RestartControllerManager(serviceAccountCredentials bool) error {
+	if err := c.StopProcess("kube-controller-manager", syscall.SIGTERM); err != nil {
+		return err
+	}
+	args := make([]string, 0, len(c.kcmArgs))
+	for _, a := range c.kcmArgs {
+		if strings.HasPrefix(a, "--use-service-account-credentials=") {
+			a = fmt.Sprintf("--use-service-account-credentials=%v", serviceAccountCredentials)
+		}
+		args = append(args, a)
+	}
+	return c.run("kube-controller-manager", args...)
+}
+
+// Exited reports the first component that has exited, if any: a cluster
+// whose component died is broken, and callers should say which one.
+func (c *Cluster) Exited() error {
+	for _, p := range c.procs {
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited: %v (log: %s)", p.name, p.err, c.LogFile(p.name))
+		default:
+		}
+	}
+	return nil
+}
+
+// LogFile is the path of a component's log.
+func (c *Cluster) LogFile(name string) string {
+	return filepath.Join(c.Dir, "logs", name+".log")
+}
+
+func (c *Cluster) run(name string, args ...string) error {
+	return c.StartProcess(name, c.Binaries[name], args...)
+}
+
+// StartProcess runs a program alongside the cluster, logging to
+// LogFile(name); Stop ends it with the cluster's own components, before them.
+func (c *Cluster) StartProcess(name, path string, args ...string) error {
+	log, err := os.OpenFile(c.LogFile(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// Each component leads its own process group so Stop can end it with
+	// its children; Pdeathsig ends it if this process dies without Stop.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		log.Close()
+		close(p.done)
+	}()
+	c.procs = append(c.procs, p)
+	return nil
+}
+
+func (c *Cluster) waitHTTP(ctx context.Context, what, url string) error {
+	return c.poll(ctx, what, time.Minute, func(ctx context.Context) (bool, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
+// poll waits for cond, failing early, with the component's name, if a
+// component exits meanwhile.
+func (c *Cluster) poll(ctx context.Context, what string, timeout time.Duration, cond wait.ConditionWithContextFunc) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.Exited(); err != nil {
+			return false, err
+		}
+		return cond(ctx)
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w", what, err)
+	}
+	return nil
+}
+
+// FreePorts asks the kernel for n distinct free loopback ports.
+func FreePorts(n int) ([]int, error) {
+	var ports []int
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

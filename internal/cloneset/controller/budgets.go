@@ -1,0 +1,61 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
+	"github.com/lifeline-k8s/lifeline/internal/disruption"
+	pubadmission "github.com/lifeline-k8s/lifeline/internal/pub/admission"
+)
+
+// cloneSetsOf maps a budget to the CloneSets of its namespace.
+func (r *Reconciler) cloneSetsOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &appsv1alpha1.CloneSetList{}
+	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, cs := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cs)})
+	}
+	return out
+}
+
+// disruptions is the plan's disruption check: the budgets of the
+// CloneSet's namespace as read now; nil without budgets.
+func (r *Reconciler) disruptions(ctx context.Context, cs *appsv1alpha1.CloneSet, now time.Time) (disruption.Check, error) {
+	if r.Budgets == nil {
+		return nil, nil
+	}
+	list := &policyv1alpha1.PodUnavailableBudgetList{}
+	if err := r.List(ctx, list, client.InNamespace(cs.Namespace)); err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	owner := metav1.OwnerReference{APIVersion: appsv1alpha1.GroupVersion.String(), Kind: "CloneSet", Name: cs.Name, UID: cs.UID}
+	return pubadmission.NewCheck(list.Items, owner, now), nil
+}
+
+// budgetUser is who the budget's events and counters name for the
+// controller's in-place updates (OpenKruise names kruise-manager).
+const budgetUser = "lifeline-manager"
+
+// heldMessage says which pods wait for a disruption budget, and why.
+func heldMessage(held []planner.Held) string {
+	parts := make([]string, 0, len(held))
+	for _, h := range held {
+		parts = append(parts, fmt.Sprintf("%s: %s", h.Pod.Name, h.Reason))
+	}
+	return "waiting to disrupt pods the budget does not allow now: " + strings.Join(parts, "; ")
+}

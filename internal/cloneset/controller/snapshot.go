@@ -1,0 +1,140 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"math/big"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
+)
+
+// cycle is what one reconcile read: the CloneSet, every pod it owns, and
+// the planner's snapshot.
+type cycle struct {
+	cs       *appsv1alpha1.CloneSet
+	all      []*corev1.Pod
+	snap     planner.Snapshot
+	revs     *revisions
+	selector labels.Selector
+}
+
+// readSnapshot reads what the planner needs. It returns no cycle, with
+// when to look again, while the cache does not show this controller's own
+// writes yet, and none for a CloneSet that is gone.
+func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle, ctrl.Result, error) {
+	cs := &appsv1alpha1.CloneSet{}
+	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.expectations.Forget(req.NamespacedName)
+			r.parsed.Delete(req.NamespacedName)
+			deleteGauges(req.Namespace, req.Name)
+		}
+		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	now := r.Clock.Now()
+
+	owned := &corev1.PodList{}
+	if err := r.List(ctx, owned, client.InNamespace(cs.Namespace), client.MatchingFields{ownerIndex: string(cs.UID)}); err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	all := make([]*corev1.Pod, 0, len(owned.Items))
+	for i := range owned.Items {
+		all = append(all, &owned.Items[i])
+	}
+	if wait, err := r.waitForCache(ctx, cs, all, now); wait > 0 || err != nil {
+		return nil, ctrl.Result{RequeueAfter: wait}, err
+	}
+
+	selector, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	active, err := r.activePods(ctx, cs, all, selector)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	pvcs, err := r.ownedPVCs(ctx, cs)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	if pvcs, err = r.releaseUnreusedPVCs(ctx, cs, pvcs, all); err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	revs, err := r.syncRevisions(ctx, cs)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	nodeLabels, err := r.nodeLabels(ctx, cs, active)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	var templates map[string]*corev1.PodTemplateSpec
+	if planner.UpdatesInPlace(cs) {
+		templates = r.templates(req.NamespacedName, revs)
+	}
+	disruptions, err := r.disruptions(ctx, cs, now)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	snap := planner.Snapshot{
+		CloneSet: cs, Pods: active, PVCs: pvcs, NodeLabels: nodeLabels, Templates: templates,
+		UpdateRevision: revs.update.Name, CurrentRevision: revs.current.Name,
+		ExcludePreparingDelete:        r.Options.ExcludePreparingDelete || cs.Labels[appsv1alpha1.CloneSetScalingExcludePreparingDeleteKey] == "true",
+		CreateNormal:                  r.Options.CreatePodsNormal,
+		ClaimTemplateHashes:           revs.claimTemplateHashes(),
+		RecreateOnClaimTemplateChange: r.Options.RecreateOnClaimTemplateChange,
+		Disruptions:                   disruptions,
+		NewInstanceID:                 randomID, Now: now,
+	}
+	return &cycle{cs: cs, all: all, snap: snap, revs: revs, selector: selector}, ctrl.Result{}, nil
+}
+
+// activePods returns the owned pods that count: not terminating, not
+// finished. Owned pods that no longer match the selector are released,
+// as a ReplicaSet releases them.
+func (r *Reconciler) activePods(ctx context.Context, cs *appsv1alpha1.CloneSet, all []*corev1.Pod, selector labels.Selector) ([]*corev1.Pod, error) {
+	var active []*corev1.Pod
+	for _, pod := range all {
+		if !selector.Matches(labels.Set(pod.Labels)) {
+			if err := r.release(ctx, cs, pod); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+			active = append(active, pod)
+		}
+	}
+	return active, nil
+}
+
+func (r *Reconciler) release(ctx context.Context, cs *appsv1alpha1.CloneSet, pod *corev1.Pod) error {
+	patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"$patch":"delete","uid":%q}],"uid":%q}}`, cs.UID, pod.UID)
+	err := r.Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, []byte(patch)))
+	if err == nil {
+		r.Recorder.Eventf(cs, pod, corev1.EventTypeNormal, "ReleasedPod", "Release", "released pod %s, which no longer matches the selector", pod.Name)
+	}
+	return client.IgnoreNotFound(err)
+}
+
+// randomID is a new instance id: five characters of Kubernetes' safe
+// alphabet, as OpenKruise's, so pod names look alike.
+func randomID() string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, 5)
+	for i := range b {
+		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		b[i] = alphabet[n.Int64()]
+	}
+	return string(b)
+}

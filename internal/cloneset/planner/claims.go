@@ -1,0 +1,34 @@
+package planner
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+)
+
+// UnreusedPVCs applies disablePVCReuse: it returns the PVCs whose instance has
+// no active pod, each with the inactive (terminating or finished) pod of the
+// same instance if there is one. The controller hands such a PVC to that pod,
+// so it goes when the pod goes, and deletes the others at once. all holds
+// every owned pod, active or not.
+func UnreusedPVCs(cs *appsv1alpha1.CloneSet, pvcs []*corev1.PersistentVolumeClaim, all []*corev1.Pod) map[*corev1.PersistentVolumeClaim]*corev1.Pod {
+	if !cs.Spec.ScaleStrategy.DisablePVCReuse || len(pvcs) == 0 {
+		return nil
+	}
+	active, inactive := map[string]bool{}, map[string]*corev1.Pod{}
+	for _, pod := range all {
+		id := pod.Labels[appsv1alpha1.CloneSetInstanceID]
+		if pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+			active[id] = true
+		} else {
+			inactive[id] = pod
+		}
+	}
+	out := map[*corev1.PersistentVolumeClaim]*corev1.Pod{}
+	for _, pvc := range pvcs {
+		if id := pvc.Labels[appsv1alpha1.CloneSetInstanceID]; !active[id] {
+			out[pvc] = inactive[id]
+		}
+	}
+	return out
+}
