@@ -15,6 +15,12 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 )
 
+// IsActive reports whether the pod counts towards its workload: neither
+// terminating nor finished (Succeeded or Failed), as a ReplicaSet counts.
+func IsActive(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
 // State is a pod's lifecycle state label.
 func State(pod *corev1.Pod) pub.LifecycleStateType {
 	return pub.LifecycleStateType(pod.Labels[pub.LifecycleStateKey])

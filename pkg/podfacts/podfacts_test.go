@@ -92,3 +92,23 @@ func TestInPlaceUpdateDone(t *testing.T) {
 		t.Error("a pod never updated in place is not done")
 	}
 }
+
+func TestIsActive(t *testing.T) {
+	now := metav1.Now()
+	for _, c := range []struct {
+		name string
+		pod  corev1.Pod
+		want bool
+	}{
+		{"pending", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}}, true},
+		{"running", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}, true},
+		{"no phase yet", corev1.Pod{}, true},
+		{"terminating", corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}, false},
+		{"succeeded", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}, false},
+		{"failed", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed}}, false},
+	} {
+		if got := IsActive(&c.pod); got != c.want {
+			t.Errorf("%s: IsActive = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 // cycle is what one reconcile read: the CloneSet, every pod it owns, and
@@ -111,7 +112,7 @@ func (r *Reconciler) activePods(ctx context.Context, cs *appsv1alpha1.CloneSet, 
 			}
 			continue
 		}
-		if pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+		if podfacts.IsActive(pod) {
 			active = append(active, pod)
 		}
 	}

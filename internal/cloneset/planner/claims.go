@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 // UnreusedPVCs applies disablePVCReuse: it returns the PVCs whose instance has
@@ -18,7 +19,7 @@ func UnreusedPVCs(cs *appsv1alpha1.CloneSet, pvcs []*corev1.PersistentVolumeClai
 	active, inactive := map[string]bool{}, map[string]*corev1.Pod{}
 	for _, pod := range all {
 		id := pod.Labels[appsv1alpha1.CloneSetInstanceID]
-		if pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+		if podfacts.IsActive(pod) {
 			active[id] = true
 		} else {
 			inactive[id] = pod

@@ -221,8 +221,7 @@ func (r *Reconciler) podsAndNodes(ctx context.Context, namespace string, owner t
 	pods, nodes := map[string]*corev1.Pod{}, map[string]*corev1.Node{}
 	for i := range list.Items {
 		p := &list.Items[i]
-		if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != owner || p.DeletionTimestamp != nil ||
-			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != owner || !podfacts.IsActive(p) {
 			continue
 		}
 		pods[p.Name] = p

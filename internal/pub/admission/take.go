@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -403,14 +404,14 @@ func (g *Guard) base(ctx context.Context, key types.NamespacedName, q *queue) (*
 	return cached, nil
 }
 
-// newer reports whether resource version a is later than b. Versions are
-// opaque in general; the API server's come from etcd revisions, so when
-// both are numbers they order. Otherwise b (the cache's) is taken, and a
-// stale guess costs a conflict, never a wrong decision.
+// newer reports whether resource version a is later than b. Resource
+// versions compare since Kubernetes 1.35 (KEP-5504, apimachinery's
+// resourceversion, as the CloneSet's expectations compare them); where they
+// do not, b (the cache's) is taken, and a stale guess costs a conflict,
+// never a wrong decision.
 func newer(a, b string) bool {
-	x, errA := strconv.ParseUint(a, 10, 64)
-	y, errB := strconv.ParseUint(b, 10, 64)
-	return errA == nil && errB == nil && x > y
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && c > 0
 }
 
 // decide judges a batch in order against status, recording into it. It

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -307,7 +308,7 @@ func (r *Reconciler) podsOf(ctx context.Context, pub *policyv1alpha1.PodUnavaila
 	var pods []*corev1.Pod
 	for i := range list.Items {
 		p := &list.Items[i]
-		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		if podfacts.IsActive(p) {
 			pods = append(pods, p)
 		}
 	}
