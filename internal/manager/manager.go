@@ -36,9 +36,9 @@ import (
 	clonesetcontroller "github.com/lifeline-k8s/lifeline/internal/cloneset/controller"
 	clonesetwebhook "github.com/lifeline-k8s/lifeline/internal/cloneset/webhook"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
-	pubadmission "github.com/lifeline-k8s/lifeline/internal/pub/admission"
-	pubcontroller "github.com/lifeline-k8s/lifeline/internal/pub/controller"
-	pubwebhook "github.com/lifeline-k8s/lifeline/internal/pub/webhook"
+	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
+	budgetcontroller "github.com/lifeline-k8s/lifeline/internal/podbudget/controller"
+	budgetwebhook "github.com/lifeline-k8s/lifeline/internal/podbudget/webhook"
 )
 
 // Options configure the controllers.
@@ -82,7 +82,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := cs.SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
-	pub := &pubcontroller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("podunavailablebudget-controller")}
+	pub := &budgetcontroller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("podunavailablebudget-controller")}
 	if err := pub.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func SetupWebhooks(mgr ctrl.Manager, self string) {
 	server := mgr.GetWebhookServer()
 	decoder := admission.NewDecoder(mgr.GetScheme())
 	clonesetwebhook.Register(server, decoder, mgr.GetClient())
-	pubwebhook.Register(server, decoder, mgr.GetClient())
+	budgetwebhook.Register(server, decoder, mgr.GetClient())
 	ppswebhook.Register(server, decoder, mgr.GetClient(), whitelist(mgr))
 
 	// Pod admission: features register in the order they run.
@@ -136,7 +136,7 @@ func SetupWebhooks(mgr ctrl.Manager, self string) {
 
 // guards holds each manager's one budget guard: the controllers and the
 // webhooks must share it, so that one process queues every disruption of
-// a budget in one place (pubadmission.Guard batches them into one status
+// a budget in one place (budgetadmission.Guard batches them into one status
 // write) instead of racing itself.
 var guards sync.Map
 
@@ -147,8 +147,8 @@ var guards sync.Map
 // number is bounded by those requests, and queueing them behind the
 // controllers' reads would put a webhook's latency at the mercy of a
 // resync (the API server's priority and fairness still applies).
-func budgetGuard(mgr ctrl.Manager) *pubadmission.Guard {
-	g, _ := guards.LoadOrStore(mgr, sync.OnceValue(func() *pubadmission.Guard {
+func budgetGuard(mgr ctrl.Manager) *budgetadmission.Guard {
+	g, _ := guards.LoadOrStore(mgr, sync.OnceValue(func() *budgetadmission.Guard {
 		cfg := rest.CopyConfig(mgr.GetConfig())
 		cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 		direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
@@ -157,12 +157,12 @@ func budgetGuard(mgr ctrl.Manager) *pubadmission.Guard {
 			// own client was already built from.
 			panic(fmt.Sprintf("a client for budget admissions: %v", err))
 		}
-		return &pubadmission.Guard{
+		return &budgetadmission.Guard{
 			Cache: mgr.GetClient(), Live: direct, Writer: direct,
 			Recorder: mgr.GetEventRecorder("podunavailablebudget"), Now: time.Now,
 		}
 	}))
-	return g.(func() *pubadmission.Guard)()
+	return g.(func() *budgetadmission.Guard)()
 }
 
 // WhoAmI asks the API server which user cfg authenticates as

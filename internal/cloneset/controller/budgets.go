@@ -14,7 +14,7 @@ import (
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 	"github.com/lifeline-k8s/lifeline/internal/disruption"
-	pubadmission "github.com/lifeline-k8s/lifeline/internal/pub/admission"
+	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 )
 
 // cloneSetsOf maps a budget to the CloneSets of its namespace.
@@ -44,7 +44,7 @@ func (r *Reconciler) disruptions(ctx context.Context, cs *appsv1alpha1.CloneSet,
 		return nil, nil
 	}
 	owner := metav1.OwnerReference{APIVersion: appsv1alpha1.GroupVersion.String(), Kind: "CloneSet", Name: cs.Name, UID: cs.UID}
-	return pubadmission.NewCheck(list.Items, owner, now), nil
+	return budgetadmission.NewCheck(list.Items, owner, now), nil
 }
 
 // budgetUser is who the budget's events and counters name for the

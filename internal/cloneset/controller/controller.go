@@ -23,7 +23,7 @@ import (
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
-	pubadmission "github.com/lifeline-k8s/lifeline/internal/pub/admission"
+	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	"github.com/lifeline-k8s/lifeline/internal/requeue"
 )
 
@@ -66,7 +66,7 @@ type Reconciler struct {
 	// Budgets are the PodUnavailableBudgets a plan consults before it
 	// deletes a pod or updates it in place, and that an in-place update
 	// takes its budget from; nil: no budgets.
-	Budgets *pubadmission.Guard
+	Budgets *budgetadmission.Guard
 
 	expectations *expectations
 	// parsed caches, per CloneSet, the pod template of each live revision

@@ -15,7 +15,7 @@ import (
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
-	pubadmission "github.com/lifeline-k8s/lifeline/internal/pub/admission"
+	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 	"github.com/lifeline-k8s/lifeline/pkg/podpatch"
 )
@@ -116,7 +116,7 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 		if a.Type == planner.UpdateInPlace && r.Budgets != nil {
 			// No pod admission sees an in-place update: take its budget
 			// here, before the pod leaves service.
-			v, err := r.Budgets.Take(ctx, pubadmission.Request{Pod: a.Pod, Op: policyv1alpha1.PubUpdateOperation, User: budgetUser})
+			v, err := r.Budgets.Take(ctx, budgetadmission.Request{Pod: a.Pod, Op: policyv1alpha1.PubUpdateOperation, User: budgetUser})
 			if err != nil {
 				return fail("update", err)
 			}

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/pub/budget"
-	"github.com/lifeline-k8s/lifeline/internal/pub/workload"
+	"github.com/lifeline-k8s/lifeline/internal/podbudget/budget"
+	"github.com/lifeline-k8s/lifeline/internal/podbudget/workload"
 )
 
 var (

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/pub/budget"
+	"github.com/lifeline-k8s/lifeline/internal/podbudget/budget"
 )
 
 // ErrTooLate is returned by Take when the disruption could not be decided

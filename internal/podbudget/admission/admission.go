@@ -35,8 +35,8 @@ import (
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/disruption"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
-	"github.com/lifeline-k8s/lifeline/internal/pub/budget"
-	"github.com/lifeline-k8s/lifeline/internal/pub/workload"
+	"github.com/lifeline-k8s/lifeline/internal/podbudget/budget"
+	"github.com/lifeline-k8s/lifeline/internal/podbudget/workload"
 )
 
 // attempts bounds the conditional status writes of one batch.

@@ -12,8 +12,8 @@ import (
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
-	"github.com/lifeline-k8s/lifeline/internal/pub/admission"
-	"github.com/lifeline-k8s/lifeline/internal/pub/workload"
+	"github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
+	"github.com/lifeline-k8s/lifeline/internal/podbudget/workload"
 )
 
 // Warnings says what a valid budget should know at creation: that the pod

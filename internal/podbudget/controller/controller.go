@@ -1,7 +1,7 @@
 // Package controller keeps each PodUnavailableBudget's status: it finds
 // the budget's pods and how many it expects, through the scale subresource
 // of the workloads involved (so any workload that declares one is covered,
-// custom ones included), and writes the status internal/pub/budget
+// custom ones included), and writes the status internal/podbudget/budget
 // computes.
 package controller
 
@@ -44,8 +44,8 @@ import (
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
-	"github.com/lifeline-k8s/lifeline/internal/pub/budget"
-	"github.com/lifeline-k8s/lifeline/internal/pub/workload"
+	"github.com/lifeline-k8s/lifeline/internal/podbudget/budget"
+	"github.com/lifeline-k8s/lifeline/internal/podbudget/workload"
 	"github.com/lifeline-k8s/lifeline/internal/requeue"
 )
 
