@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
-
-	ppsworkloads "github.com/lifeline-k8s/lifeline/internal/pps/workloads"
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -45,7 +42,6 @@ type options struct {
 	certDir              string
 	qps                  float64
 	burst                int
-	controllers          manager.Options
 	certManagement       string
 	certs                webhookcerts.Options
 	certSecret           string
@@ -68,26 +64,18 @@ func run() error {
 	flag.StringVar(&o.certs.ValidatingConfiguration, "webhook-validating-configuration", "lifeline-validating-webhooks", "ValidatingWebhookConfiguration whose caBundle is kept up to date.")
 	flag.Float64Var(&o.qps, "kube-api-qps", 20, "Client QPS towards the API server.")
 	flag.IntVar(&o.burst, "kube-api-burst", 30, "Client burst towards the API server.")
-	flag.IntVar(&o.controllers.CloneSetWorkers, "cloneset-workers", 3, "How many CloneSets reconcile at once.")
-	flag.DurationVar(&o.controllers.ExpectationTimeout, "expectation-timeout", 5*time.Minute, "How long a write the cache never shows may hold a CloneSet back.")
-	flag.DurationVar(&o.controllers.HookWaitWarning, "hook-wait-warning", 10*time.Minute,
-		"How long a pod may wait on a lifecycle hook before a LifecycleHookWaiting Warning event on its CloneSet says so; 0 turns it off.")
-	flag.BoolVar(&o.controllers.CloneSetExcludePreparingDelete, "cloneset-scaling-exclude-preparing-delete", false,
-		"Leave PreparingDelete pods out of every CloneSet's replica count, so scaling up creates new pods instead of reviving them.")
-	flag.BoolVar(&o.controllers.CloneSetCreatePodsNormal, "cloneset-create-pods-normal", false,
-		"Create CloneSet pods without a preNormal hook in Normal, as OpenKruise up to v1.8, instead of PreparingNormal until they are scheduled (v1.9).")
-	flag.BoolVar(&o.controllers.CloneSetRecreateOnVCTChange, "cloneset-recreate-pods-when-vct-changes", false,
-		"Recreate, rather than update in place, pods of InPlaceIfPossible CloneSets whose volumeClaimTemplates changed since their revision, so they get claims of the new templates (OpenKruise's RecreatePodWhenChangeVCTInCloneSetGate).")
+	features := manager.Features()
+	manager.BindFlags(features, flag.CommandLine)
 	zapOpts := zap.Options{}
-	var whitelist string
-	flag.StringVar(&whitelist, "pps-workload-whitelist", "lifeline-system/kruise-configuration",
-		"namespace/name of the ConfigMap whose "+ppsworkloads.WhitelistKey+" lists the StatefulSet-like kinds PersistentPodStates may target (OpenKruise's kruise-configuration format).")
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
-	if ns, name, ok := strings.Cut(whitelist, "/"); ok {
-		o.controllers.PPSWhitelist = types.NamespacedName{Namespace: ns, Name: name}
-	} else {
-		return fmt.Errorf("--pps-workload-whitelist %q: want namespace/name", whitelist)
+	lifeline, err := manager.New(features)
+	if err != nil {
+		return err
+	}
+	scheme, err := lifeline.Scheme()
+	if err != nil {
+		return err
 	}
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
@@ -101,7 +89,7 @@ func run() error {
 	cfg.UserAgent = "lifeline-manager"
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  manager.Scheme(),
+		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.healthAddr,
 		LeaderElection:          o.leaderElect,
@@ -135,7 +123,7 @@ func run() error {
 	}
 
 	ctx := ctrl.SetupSignalHandler()
-	if err := manager.Setup(ctx, mgr, o.controllers); err != nil {
+	if err := lifeline.Setup(ctx, mgr); err != nil {
 		return fmt.Errorf("registering controllers: %w", err)
 	}
 	self, err := manager.WhoAmI(ctx, mgr.GetConfig())
@@ -146,7 +134,7 @@ func run() error {
 		select {
 		case <-certsReady:
 			log.Info("webhook certificate ready; serving webhooks")
-			manager.SetupWebhooks(mgr, self)
+			lifeline.SetupWebhooks(mgr, self)
 		case <-ctx.Done():
 		}
 	}()

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/lifeline-k8s/lifeline/internal/manager"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 )
 
@@ -28,6 +29,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	conditionsOf, err := manager.MatchConditions(manager.Features())
+	if err != nil {
+		return err
+	}
 	text := string(data)
 	selector := "  namespaceSelector:\n    matchExpressions:\n    - key: kubernetes.io/metadata.name\n      operator: NotIn\n      values:\n"
 	for _, ns := range podadmission.SystemNamespaces {
@@ -39,7 +44,7 @@ func run() error {
 			return fmt.Errorf("%s: want exactly one webhook named %s", manifests, name)
 		}
 		insert := ""
-		if conditions := podadmission.MatchConditions[name]; len(conditions) > 0 {
+		if conditions := conditionsOf[name]; len(conditions) > 0 {
 			insert = "  matchConditions:\n"
 			for _, c := range conditions {
 				insert += fmt.Sprintf("  - expression: %q\n    name: %s\n", c.Expression, c.Name)

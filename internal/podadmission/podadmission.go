@@ -152,20 +152,6 @@ var UpdateTargets = []Target{
 	{SubResource: "resize", Operation: admissionv1.Update},
 }
 
-// MatchConditions are the CEL conditions pod webhooks are called under,
-// by webhook name: for the validating ones, only requests that could take
-// a pod out of service; for pod creation, only pods a PersistentPodState
-// could place. A pod already terminating is gone from service, and every
-// feature lets its final deletion through.
-var MatchConditions = map[string][]MatchCondition{
-	"mpodcreate.lifeline.dev": {{Name: "ordinal-pod", Expression: "has(object.metadata.name) && object.metadata.name.matches('-[0-9]+$') && " +
-		"has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller)"}},
-	"vpod.lifeline.dev": {{Name: "not-terminating", Expression: "!has(oldObject.metadata.deletionTimestamp)"}},
-	"vpodupdate.lifeline.dev": {{Name: "may-disrupt", Expression: "object.spec != oldObject.spec || " +
-		"(has(object.metadata.labels) && object.metadata.labels.exists(k, k.startsWith('unavailable-pod.kruise.io/') && " +
-		"!(has(oldObject.metadata.labels) && k in oldObject.metadata.labels)))"}},
-}
-
 // MatchCondition is one admissionregistration/v1 match condition.
 type MatchCondition struct{ Name, Expression string }
 

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -61,6 +63,9 @@ func runCloneSetController(t *testing.T, wrap func(client.Client) client.Client)
 		Client:    wrap(mgr.GetClient()),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("cloneset-controller"),
+	}
+	if err := ownerindex.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+		t.Fatal(err)
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		t.Fatal(err)

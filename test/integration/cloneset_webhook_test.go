@@ -82,6 +82,10 @@ func startWebhooks(t *testing.T, certs webhookcerts.Options, certDir string) (ty
 	if err != nil {
 		t.Fatal(err)
 	}
+	lifeline, err := manager.New(manager.Features())
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -90,7 +94,7 @@ func startWebhooks(t *testing.T, certs webhookcerts.Options, certDir string) (ty
 	go func() {
 		select {
 		case <-ready:
-			manager.SetupWebhooks(mgr, "lifeline-manager")
+			lifeline.SetupWebhooks(mgr, "lifeline-manager")
 		case <-ctx.Done():
 		}
 	}()

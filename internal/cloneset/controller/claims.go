@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,7 +16,7 @@ import (
 
 func (r *Reconciler) ownedPVCs(ctx context.Context, cs *appsv1alpha1.CloneSet) ([]*corev1.PersistentVolumeClaim, error) {
 	list := &corev1.PersistentVolumeClaimList{}
-	if err := r.List(ctx, list, client.InNamespace(cs.Namespace), client.MatchingFields{ownerIndex: string(cs.UID)}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(cs.Namespace), ownerindex.Owned(string(cs.UID))); err != nil {
 		return nil, err
 	}
 	var pvcs []*corev1.PersistentVolumeClaim

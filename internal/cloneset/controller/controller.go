@@ -11,7 +11,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,10 +25,6 @@ import (
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	"github.com/lifeline-k8s/lifeline/internal/requeue"
 )
-
-// ownerIndex indexes pods, PVCs and revisions by the UID of their
-// controller, so a CloneSet lists what it owns, never adopting orphans.
-const ownerIndex = "lifeline.ownerUID"
 
 // Options tune the controller.
 type Options struct {
@@ -47,11 +42,11 @@ type Options struct {
 	// CreatePodsNormal creates pods without a preNormal hook in Normal, as
 	// OpenKruise up to v1.8, instead of PreparingNormal until scheduled.
 	CreatePodsNormal bool
-	// RecreateOnClaimTemplateChange recreates pods of InPlaceIfPossible
+	// RecreatePodsWhenVCTChanges recreates pods of InPlaceIfPossible
 	// CloneSets whose volumeClaimTemplates changed since their revision,
 	// so they get claims of the new templates (OpenKruise's
 	// RecreatePodWhenChangeVCTInCloneSetGate).
-	RecreateOnClaimTemplateChange bool
+	RecreatePodsWhenVCTChanges bool
 }
 
 // Reconciler reconciles CloneSets.
@@ -86,7 +81,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=policy.kruise.io,resources=podunavailablebudgets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy.kruise.io,resources=podunavailablebudgets/status,verbs=get;update
 
-// SetupWithManager registers the controller and the owner index.
+// SetupWithManager registers the controller; it lists what it owns by
+// ownerindex, which the manager registers.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -98,16 +94,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		r.Options.Workers = 3
 	}
 	r.expectations = newExpectations(r.Options.ExpectationTimeout)
-	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.PersistentVolumeClaim{}, &appsv1.ControllerRevision{}} {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, ownerIndex, func(o client.Object) []string {
-			if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "CloneSet" {
-				return []string{string(ref.UID)}
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-	}
 	owned := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1alpha1.CloneSet{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appsv1alpha1.CloneSet{}).

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,7 +32,7 @@ type revisions struct {
 // renumbered as the newest, so its name, and so its pods, stay the same.
 func (r *Reconciler) syncRevisions(ctx context.Context, cs *appsv1alpha1.CloneSet) (*revisions, error) {
 	list := &appsv1.ControllerRevisionList{}
-	if err := r.List(ctx, list, client.InNamespace(cs.Namespace), client.MatchingFields{ownerIndex: string(cs.UID)}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(cs.Namespace), ownerindex.Owned(string(cs.UID))); err != nil {
 		return nil, err
 	}
 	revs := &revisions{collisionCount: ptrValue(cs.Status.CollisionCount)}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,12 +29,7 @@ func revisionTestbed(t *testing.T, objs ...client.Object) (*Reconciler, client.C
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = appsv1alpha1.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
-		WithIndex(&appsv1.ControllerRevision{}, ownerIndex, func(o client.Object) []string {
-			if ref := metav1.GetControllerOf(o); ref != nil {
-				return []string{string(ref.UID)}
-			}
-			return nil
-		}).Build()
+		WithIndex(&appsv1.ControllerRevision{}, ownerindex.Field, ownerindex.ControllerUID).Build()
 	return &Reconciler{Client: c, APIReader: c}, c
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/big"
 
+	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +47,7 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	now := r.Clock.Now()
 
 	owned := &corev1.PodList{}
-	if err := r.List(ctx, owned, client.InNamespace(cs.Namespace), client.MatchingFields{ownerIndex: string(cs.UID)}); err != nil {
+	if err := r.List(ctx, owned, client.InNamespace(cs.Namespace), ownerindex.Owned(string(cs.UID))); err != nil {
 		return nil, ctrl.Result{}, err
 	}
 	all := make([]*corev1.Pod, 0, len(owned.Items))
@@ -93,7 +95,7 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 		ExcludePreparingDelete:        r.Options.ExcludePreparingDelete || cs.Labels[appsv1alpha1.CloneSetScalingExcludePreparingDeleteKey] == "true",
 		CreateNormal:                  r.Options.CreatePodsNormal,
 		ClaimTemplateHashes:           revs.claimTemplateHashes(),
-		RecreateOnClaimTemplateChange: r.Options.RecreateOnClaimTemplateChange,
+		RecreatePodsWhenVCTChanges: r.Options.RecreatePodsWhenVCTChanges,
 		Disruptions:                   disruptions,
 		NewInstanceID:                 randomID, Now: now,
 	}

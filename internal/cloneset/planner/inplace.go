@@ -304,14 +304,14 @@ func graceWait(pods []*corev1.Pod, now time.Time) time.Duration {
 	return next
 }
 
-// claimTemplatesChanged reports whether, with RecreateOnClaimTemplateChange,
+// claimTemplatesChanged reports whether, with RecreatePodsWhenVCTChanges,
 // the pod's revision and the update revision record different
 // volumeClaimTemplates hashes, so that the pod is recreated with new claims
 // rather than updated in place on its old ones (OpenKruise's gate
 // RecreatePodWhenChangeVCTInCloneSetGate). A revision without a recorded
 // hash, say from before the hash was kept, never forces a recreation.
 func claimTemplatesChanged(s Snapshot, pod *corev1.Pod) bool {
-	if !s.RecreateOnClaimTemplateChange {
+	if !s.RecreatePodsWhenVCTChanges {
 		return false
 	}
 	from, fromKnown := s.ClaimTemplateHashes[revisionOf(pod, s.Templates)]

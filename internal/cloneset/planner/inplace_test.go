@@ -369,7 +369,7 @@ func TestClaimTemplateChangeRecreatesInPlaceIfPossible(t *testing.T) {
 			cs.Spec.UpdateStrategy.Type = tc.strategy
 			s := snapshot(cs, readyPod("a", oldRev))
 			s.Templates = map[string]*corev1.PodTemplateSpec{oldRev: template("nginx:1"), newRev: template("nginx:2")}
-			s.ClaimTemplateHashes, s.RecreateOnClaimTemplateChange = tc.hashes, tc.gate
+			s.ClaimTemplateHashes, s.RecreatePodsWhenVCTChanges = tc.hashes, tc.gate
 			p, err := Compute(s)
 			if err != nil {
 				t.Fatal(err)

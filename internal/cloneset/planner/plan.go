@@ -38,11 +38,11 @@ type Snapshot struct {
 	// ClaimTemplateHashes are the volumeClaimTemplates hashes the known
 	// revisions record, by revision name; a revision without one is absent.
 	ClaimTemplateHashes map[string]string
-	// RecreateOnClaimTemplateChange recreates, rather than updates in
+	// RecreatePodsWhenVCTChanges recreates, rather than updates in
 	// place, a pod whose revision records other volumeClaimTemplates than
 	// the update revision (OpenKruise's RecreatePodWhenChangeVCTInCloneSetGate,
 	// off by default as there).
-	RecreateOnClaimTemplateChange bool
+	RecreatePodsWhenVCTChanges bool
 	// CreateNormal creates pods that have no preNormal hook in Normal, as
 	// OpenKruise up to v1.8 did. By default they start in PreparingNormal
 	// and become Normal once scheduled, as in v1.9.

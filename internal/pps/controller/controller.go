@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
+
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -72,21 +74,9 @@ type Reconciler struct {
 	counted map[types.NamespacedName]map[types.UID]bool
 }
 
-// ownerIndex indexes pods by the UID of their controller, whatever its
-// kind: a StatefulSet or a whitelisted StatefulSet-like workload.
-const ownerIndex = "lifeline.pps.ownerUID"
-
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	r.counted = map[types.NamespacedName]map[types.UID]bool{}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, ownerIndex, func(o client.Object) []string {
-		if ref := metav1.GetControllerOf(o); ref != nil {
-			return []string{string(ref.UID)}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appsv1alpha1.PersistentPodState{}).
 		Watches(&corev1.Pod{}, r.podEvents()).
@@ -215,7 +205,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // on (from the cache; a node not there yet defers its pods' records).
 func (r *Reconciler) podsAndNodes(ctx context.Context, namespace string, owner types.UID) (map[string]*corev1.Pod, map[string]*corev1.Node, error) {
 	list := &corev1.PodList{}
-	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{ownerIndex: string(owner)}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(namespace), ownerindex.Owned(string(owner))); err != nil {
 		return nil, nil, err
 	}
 	pods, nodes := map[string]*corev1.Pod{}, map[string]*corev1.Node{}

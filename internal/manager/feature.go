@@ -1,0 +1,58 @@
+package manager
+
+import (
+	"context"
+	"flag"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/lifeline-k8s/lifeline/internal/podadmission"
+	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
+)
+
+// Feature is everything one Lifeline feature adds to the manager, in one
+// place: its flags, its types, its controllers, its webhooks, its part of
+// the pod admission and the match conditions that part needs. The
+// manager iterates the features in the order Features lists them; a
+// feature holds its own state (options, caches shared by its controllers
+// and webhooks), so nothing depends on which step ran first.
+type Feature struct {
+	Name string
+	// Flags binds the feature's flags to its options.
+	Flags func(*flag.FlagSet)
+	// Validate checks the parsed flags; nil when any value goes.
+	Validate func() error
+	// AddToScheme adds the types the feature reads or writes.
+	AddToScheme func(*runtime.Scheme) error
+	// Controllers registers the feature's controllers.
+	Controllers func(ctx context.Context, mgr ctrl.Manager, s *Shared) error
+	// Webhooks registers the feature's own webhooks and its pod
+	// admission handlers; called once the serving certificate is there.
+	Webhooks func(mgr ctrl.Manager, s *Shared, w Webhooks)
+	// MatchConditions are the CEL conditions the feature's pod webhooks
+	// need, by webhook name; hack/webhookselectors writes them into the
+	// generated configuration.
+	MatchConditions map[string][]podadmission.MatchCondition
+}
+
+// Shared is what features share with each other: the budget guard (its
+// admission and the CloneSet controller's in-place updates must queue in
+// one place, or one process races itself) and who the manager is.
+type Shared struct {
+	Budgets *budgetadmission.Guard
+	// Self is the user the manager runs as: the hook guard lets its own
+	// deletions through.
+	Self string
+}
+
+// Webhooks is where a feature registers webhooks: the server for its own
+// paths, and the one pod mutating and validating handler.
+type Webhooks struct {
+	Server     webhook.Server
+	Decoder    admission.Decoder
+	Mutating   *podadmission.Mutating
+	Validating *podadmission.Validating
+}

@@ -1,0 +1,150 @@
+package manager
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	clonesetcontroller "github.com/lifeline-k8s/lifeline/internal/cloneset/controller"
+	clonesetwebhook "github.com/lifeline-k8s/lifeline/internal/cloneset/webhook"
+	"github.com/lifeline-k8s/lifeline/internal/podadmission"
+	budgetcontroller "github.com/lifeline-k8s/lifeline/internal/podbudget/controller"
+	budgetwebhook "github.com/lifeline-k8s/lifeline/internal/podbudget/webhook"
+	ppscontroller "github.com/lifeline-k8s/lifeline/internal/pps/controller"
+	ppswebhook "github.com/lifeline-k8s/lifeline/internal/pps/webhook"
+	ppsworkloads "github.com/lifeline-k8s/lifeline/internal/pps/workloads"
+)
+
+// Features are Lifeline's features in the order the manager sets them up,
+// which is also the order their pod admission handlers run in: the budget
+// first, since a disruption it refuses must not be redirected (by the
+// CloneSet hook guard into PreparingDelete).
+func Features() []*Feature {
+	return []*Feature{PodUnavailableBudget(), CloneSet(&clonesetcontroller.Options{}), PersistentPodState()}
+}
+
+// PodUnavailableBudget keeps budgets' status and guards every disruption
+// of the pods they cover.
+func PodUnavailableBudget() *Feature {
+	return &Feature{
+		Name:        "podunavailablebudget",
+		AddToScheme: policyv1alpha1.AddToScheme,
+		Controllers: func(_ context.Context, mgr ctrl.Manager, _ *Shared) error {
+			r := &budgetcontroller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("podunavailablebudget-controller")}
+			return r.SetupWithManager(mgr)
+		},
+		Webhooks: func(mgr ctrl.Manager, s *Shared, w Webhooks) {
+			budgetwebhook.Register(w.Server, w.Decoder, mgr.GetClient())
+			w.Validating.Register("podunavailablebudget", s.Budgets, slices.Concat(podadmission.DisruptionTargets, podadmission.UpdateTargets)...)
+		},
+		MatchConditions: map[string][]podadmission.MatchCondition{
+			// A pod update is sent only when it could take the pod out
+			// of service: a change of its spec, or a new
+			// unavailable-pod.kruise.io/ label.
+			"vpodupdate.lifeline.dev": {{Name: "may-disrupt", Expression: "object.spec != oldObject.spec || " +
+				"(has(object.metadata.labels) && object.metadata.labels.exists(k, k.startsWith('unavailable-pod.kruise.io/') && " +
+				"!(has(oldObject.metadata.labels) && k in oldObject.metadata.labels)))"}},
+		},
+	}
+}
+
+// CloneSet runs CloneSets: its controller, its validation and defaults,
+// the binding mutator that makes scheduled pods Normal, and the hook
+// guard. o receives its flags.
+func CloneSet(o *clonesetcontroller.Options) *Feature {
+	return &Feature{
+		Name: "cloneset",
+		Flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&o.Workers, "cloneset-workers", 3, "How many CloneSets reconcile at once.")
+			fs.DurationVar(&o.ExpectationTimeout, "expectation-timeout", 5*time.Minute, "How long a write the cache never shows may hold a CloneSet back.")
+			fs.DurationVar(&o.HookWaitWarning, "hook-wait-warning", 10*time.Minute,
+				"How long a pod may wait on a lifecycle hook before a LifecycleHookWaiting Warning event on its CloneSet says so; 0 turns it off.")
+			fs.BoolVar(&o.ExcludePreparingDelete, "cloneset-scaling-exclude-preparing-delete", false,
+				"Leave PreparingDelete pods out of every CloneSet's replica count, so scaling up creates new pods instead of reviving them.")
+			fs.BoolVar(&o.CreatePodsNormal, "cloneset-create-pods-normal", false,
+				"Create CloneSet pods without a preNormal hook in Normal, as OpenKruise up to v1.8, instead of PreparingNormal until they are scheduled (v1.9).")
+			fs.BoolVar(&o.RecreatePodsWhenVCTChanges, "cloneset-recreate-pods-when-vct-changes", false,
+				"Recreate, rather than update in place, pods of InPlaceIfPossible CloneSets whose volumeClaimTemplates changed since their revision, so they get claims of the new templates (OpenKruise's RecreatePodWhenChangeVCTInCloneSetGate).")
+		},
+		AddToScheme: appsv1alpha1.AddToScheme,
+		Controllers: func(ctx context.Context, mgr ctrl.Manager, s *Shared) error {
+			r := &clonesetcontroller.Reconciler{
+				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("cloneset-controller"),
+				Budgets: s.Budgets, Options: *o,
+			}
+			return r.SetupWithManager(ctx, mgr)
+		},
+		Webhooks: func(mgr ctrl.Manager, s *Shared, w Webhooks) {
+			clonesetwebhook.Register(w.Server, w.Decoder, mgr.GetClient())
+			w.Mutating.Register("cloneset-normal-in-bind", clonesetwebhook.NewBindingMutator(w.Decoder, mgr.GetClient(), mgr.GetAPIReader()), clonesetwebhook.BindingTarget)
+			w.Validating.Register("cloneset-hook-guard", &clonesetwebhook.HookGuard{
+				Cache: mgr.GetClient(), Live: mgr.GetAPIReader(), Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("cloneset-hook-guard"),
+				Exempt: map[string]bool{s.Self: true},
+			}, podadmission.DisruptionTargets...)
+		},
+		MatchConditions: map[string][]podadmission.MatchCondition{
+			// A pod already terminating is gone from service, and every
+			// feature lets its final deletion through.
+			"vpod.lifeline.dev": {{Name: "not-terminating", Expression: "!has(oldObject.metadata.deletionTimestamp)"}},
+		},
+	}
+}
+
+// PersistentPodState records where StatefulSet pods ran and places their
+// successors there. Its controller and its webhooks share one whitelist
+// of StatefulSet-like kinds.
+func PersistentPodState() *Feature {
+	configMap := "lifeline-system/kruise-configuration"
+	whitelist := &ppsworkloads.Whitelist{}
+	var once sync.Once
+	bound := func(mgr ctrl.Manager) *ppsworkloads.Whitelist {
+		once.Do(func() { whitelist.Reader = mgr.GetAPIReader() })
+		return whitelist
+	}
+	return &Feature{
+		Name: "persistentpodstate",
+		Flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&configMap, "pps-workload-whitelist", configMap,
+				"namespace/name of the ConfigMap whose "+ppsworkloads.WhitelistKey+" lists the StatefulSet-like kinds PersistentPodStates may target (OpenKruise's kruise-configuration format).")
+		},
+		Validate: func() error {
+			ns, name, ok := strings.Cut(configMap, "/")
+			if !ok {
+				return fmt.Errorf("--pps-workload-whitelist %q: want namespace/name", configMap)
+			}
+			whitelist.ConfigMap = types.NamespacedName{Namespace: ns, Name: name}
+			return nil
+		},
+		AddToScheme: appsv1alpha1.AddToScheme,
+		Controllers: func(ctx context.Context, mgr ctrl.Manager, _ *Shared) error {
+			r := &ppscontroller.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("persistentpodstate-controller"), Custom: bound(mgr)}
+			if err := r.SetupWithManager(ctx, mgr); err != nil {
+				return err
+			}
+			g := &ppscontroller.Generator{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("persistentpodstate-generator")}
+			return g.SetupWithManager(mgr)
+		},
+		Webhooks: func(mgr ctrl.Manager, _ *Shared, w Webhooks) {
+			ppswebhook.Register(w.Server, w.Decoder, mgr.GetClient(), bound(mgr))
+			w.Mutating.Register("persistentpodstate-placement", &ppswebhook.Injector{
+				States: mgr.GetClient(), Custom: bound(mgr), Recorder: mgr.GetEventRecorder("persistentpodstate-webhook"),
+			}, ppswebhook.CreateTarget)
+		},
+		MatchConditions: map[string][]podadmission.MatchCondition{
+			// Only pods a PersistentPodState could place: a controller
+			// and a name ending in an ordinal (generated names are not
+			// set yet at admission).
+			"mpodcreate.lifeline.dev": {{Name: "ordinal-pod", Expression: "has(object.metadata.name) && object.metadata.name.matches('-[0-9]+$') && " +
+				"has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller)"}},
+		},
+	}
+}
