@@ -92,12 +92,12 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	snap := planner.Snapshot{
 		CloneSet: cs, Pods: active, PVCs: pvcs, NodeLabels: nodeLabels, Templates: templates,
 		UpdateRevision: revs.update.Name, CurrentRevision: revs.current.Name,
-		ExcludePreparingDelete:        r.Options.ExcludePreparingDelete || cs.Labels[appsv1alpha1.CloneSetScalingExcludePreparingDeleteKey] == "true",
-		CreateNormal:                  r.Options.CreatePodsNormal,
-		ClaimTemplateHashes:           revs.claimTemplateHashes(),
+		ExcludePreparingDelete:     r.Options.ExcludePreparingDelete || cs.Labels[appsv1alpha1.CloneSetScalingExcludePreparingDeleteKey] == "true",
+		CreateNormal:               r.Options.CreatePodsNormal,
+		ClaimTemplateHashes:        revs.claimTemplateHashes(),
 		RecreatePodsWhenVCTChanges: r.Options.RecreatePodsWhenVCTChanges,
-		Disruptions:                   disruptions,
-		NewInstanceID:                 randomID, Now: now,
+		Disruptions:                disruptions,
+		NewInstanceID:              randomID, Now: now,
 	}
 	return &cycle{cs: cs, all: all, snap: snap, revs: revs, selector: selector}, ctrl.Result{}, nil
 }
