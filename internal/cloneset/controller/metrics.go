@@ -4,6 +4,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/lifeline-k8s/lifeline/internal/workloadref"
+
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 )
 
@@ -44,10 +46,7 @@ func init() {
 }
 
 func recordGauges(cs *appsv1alpha1.CloneSet, st *appsv1alpha1.CloneSetStatus) {
-	desired := int32(1)
-	if cs.Spec.Replicas != nil {
-		desired = *cs.Spec.Replicas
-	}
+	desired := workloadref.Replicas(cs.Spec.Replicas)
 	for kind, v := range map[string]int32{
 		"desired": desired, "current": st.Replicas, "updated": st.UpdatedReplicas, "ready": st.ReadyReplicas,
 		"available": st.AvailableReplicas, "expected_updated": st.ExpectedUpdatedReplicas,

@@ -5,6 +5,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/lifeline-k8s/lifeline/internal/workloadref"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -84,10 +86,7 @@ func ResolveRolloutLimits(cs *appsv1alpha1.CloneSet) (RolloutLimits, error) {
 }
 
 func replicasOf(cs *appsv1alpha1.CloneSet) int {
-	if cs.Spec.Replicas == nil {
-		return 1
-	}
-	return int(*cs.Spec.Replicas)
+	return int(workloadref.Replicas(cs.Spec.Replicas))
 }
 
 // podCounts classifies the active pods.

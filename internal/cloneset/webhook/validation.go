@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lifeline-k8s/lifeline/internal/workloadref"
+
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -85,9 +87,8 @@ func validateInPlaceOnly(old, cs *appsv1alpha1.CloneSet) field.ErrorList {
 func validateSpec(ctx context.Context, pods PodGetter, cs, old *appsv1alpha1.CloneSet, path *field.Path) field.ErrorList {
 	spec := &cs.Spec
 	var errs field.ErrorList
-	replicas := int32(1)
+	replicas := workloadref.Replicas(spec.Replicas)
 	if spec.Replicas != nil {
-		replicas = *spec.Replicas
 		errs = append(errs, corevalidation.ValidateNonnegativeField(int64(replicas), path.Child("replicas"))...)
 	}
 

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lifeline-k8s/lifeline/internal/workloadref"
+
 	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -180,7 +182,7 @@ func Covering(budgets []policyv1alpha1.PodUnavailableBudget, owner *metav1.Owner
 	for i := range budgets {
 		b := &budgets[i]
 		if t := b.Spec.TargetReference; t != nil {
-			if owner != nil && workload.Same(t.APIVersion, t.Kind, t.Name, *owner) {
+			if owner != nil && workloadref.Same(workloadref.Ref{APIVersion: t.APIVersion, Kind: t.Kind, Name: t.Name}, workloadref.Owner(*owner)) {
 				out = append(out, b)
 			}
 			continue

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lifeline-k8s/lifeline/internal/workloadref"
 )
 
 // +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch
@@ -32,14 +34,6 @@ func Top(ctx context.Context, c client.Reader, namespace string, ref metav1.Owne
 		return *up, nil
 	}
 	return ref, nil
-}
-
-// Same reports whether ref names the workload group, kind and name name
-// (the version does not matter).
-func Same(apiVersion, kind, name string, ref metav1.OwnerReference) bool {
-	a, errA := schema.ParseGroupVersion(apiVersion)
-	b, errB := schema.ParseGroupVersion(ref.APIVersion)
-	return errA == nil && errB == nil && a.Group == b.Group && kind == ref.Kind && name == ref.Name
 }
 
 // ownsDirectly are the kinds known to own their pods (a Deployment through
@@ -74,7 +68,7 @@ func Members(ctx context.Context, c client.Reader, apiVersion, kind, name string
 			}
 			tops[ref.UID] = top
 		}
-		if Same(apiVersion, kind, name, top) {
+		if workloadref.Same(workloadref.Ref{APIVersion: apiVersion, Kind: kind, Name: name}, workloadref.Owner(top)) {
 			out = append(out, pod)
 		}
 	}

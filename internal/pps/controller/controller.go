@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lifeline-k8s/lifeline/internal/workloadref"
+
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -140,7 +142,7 @@ func (r *Reconciler) statesOf(ctx context.Context, obj client.Object) []reconcil
 	}
 	var out []reconcile.Request
 	for _, pps := range list.Items {
-		if workloads.Targets(pps.Spec.TargetReference, gk, name) {
+		if (workloadref.Ref{APIVersion: pps.Spec.TargetReference.APIVersion, Kind: pps.Spec.TargetReference.Kind, Name: pps.Spec.TargetReference.Name}).Is(gk, name) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pps.Namespace, Name: pps.Name}})
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/lifeline-k8s/lifeline/internal/workloadref"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -135,6 +137,10 @@ func validateKeys(keys []string, p *field.Path) field.ErrorList {
 }
 
 func sameTarget(a, b appsv1alpha1.TargetReference) bool {
-	gv, err := schema.ParseGroupVersion(b.APIVersion)
-	return err == nil && workloads.Targets(a, gv.WithKind(b.Kind).GroupKind(), b.Name)
+	return workloadref.Same(targetRef(a), targetRef(b))
+}
+
+// targetRef is the workload a PersistentPodState targets.
+func targetRef(t appsv1alpha1.TargetReference) workloadref.Ref {
+	return workloadref.Ref{APIVersion: t.APIVersion, Kind: t.Kind, Name: t.Name}
 }

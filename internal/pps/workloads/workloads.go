@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lifeline-k8s/lifeline/internal/workloadref"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,13 +41,6 @@ func IsStatefulSet(gk schema.GroupKind) bool {
 // not serve.
 func IsAdvanced(gk schema.GroupKind) bool {
 	return gk.Kind == "StatefulSet" && gk.Group == appsv1alpha1.GroupVersion.Group
-}
-
-// Targets reports whether t names the workload of kind gk called name: by
-// API group, kind and name; the version does not matter.
-func Targets(t appsv1alpha1.TargetReference, gk schema.GroupKind, name string) bool {
-	gv, err := schema.ParseGroupVersion(t.APIVersion)
-	return err == nil && gv.Group == gk.Group && t.Kind == gk.Kind && t.Name == name
 }
 
 // Whitelist reads the whitelisted kinds from a ConfigMap, at most once
@@ -127,11 +122,7 @@ func Resolve(ctx context.Context, cached, live client.Reader, namespace string, 
 		if err := cached.Get(ctx, key, sts); err != nil {
 			return Workload{Gone: true}, client.IgnoreNotFound(err)
 		}
-		replicas := int32(1)
-		if sts.Spec.Replicas != nil {
-			replicas = *sts.Spec.Replicas
-		}
-		return Workload{UID: sts.UID, Gone: sts.DeletionTimestamp != nil, Replicas: replicas}, nil
+		return Workload{UID: sts.UID, Gone: sts.DeletionTimestamp != nil, Replicas: workloadref.Replicas(sts.Spec.Replicas)}, nil
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gv.WithKind(t.Kind))

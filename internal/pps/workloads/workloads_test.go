@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 )
 
 // The whitelist as OpenKruise's e2e writes it (capitalised keys).
@@ -20,19 +18,5 @@ func TestParse(t *testing.T) {
 	}
 	if _, err := Parse("{"); err == nil {
 		t.Error("malformed JSON accepted")
-	}
-}
-
-func TestTargets(t *testing.T) {
-	sts := schema.GroupKind{Group: "apps", Kind: "StatefulSet"}
-	ref := appsv1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db"}
-	if !Targets(ref, sts, "db") || Targets(ref, sts, "other") || Targets(ref, schema.GroupKind{Group: "apps.kruise.io", Kind: "StatefulSet"}, "db") {
-		t.Error("group, kind and name decide")
-	}
-	if ref.APIVersion = "apps/v1beta2"; !Targets(ref, sts, "db") {
-		t.Error("the version must not matter")
-	}
-	if !IsStatefulSet(sts) || !IsAdvanced(schema.GroupKind{Group: "apps.kruise.io", Kind: "StatefulSet"}) || IsStatefulSet(schema.GroupKind{Group: "apps", Kind: "Deployment"}) {
-		t.Error("kinds")
 	}
 }
