@@ -78,7 +78,6 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	r.counted = map[types.NamespacedName]map[types.UID]bool{}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appsv1alpha1.PersistentPodState{}).
 		Watches(&corev1.Pod{}, r.podEvents()).
@@ -233,6 +232,9 @@ func (r *Reconciler) podsAndNodes(ctx context.Context, namespace string, owner t
 func (r *Reconciler) countReturns(pps *appsv1alpha1.PersistentPodState, s state.Snapshot) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.counted == nil {
+		r.counted = map[types.NamespacedName]map[types.UID]bool{}
+	}
 	key := client.ObjectKeyFromObject(pps)
 	before, now := r.counted[key], map[types.UID]bool{}
 	r.counted[key] = now
