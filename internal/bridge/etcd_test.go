@@ -17,30 +17,28 @@ import (
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
-// startEtcd runs the pinned etcd binary (the one the local cluster runs)
-// on loopback for one test: the registry as users have it, no cluster.
-func startEtcd(t *testing.T) string {
+// startRegistry runs a pinned registry binary (built and cached as the
+// local cluster's) on loopback for one test, and waits until health
+// answers 200: the registry as users have it, no cluster.
+func startRegistry(t *testing.T, name, health string, args func(ports []int) []string) string {
 	t.Helper()
 	ctx := context.Background()
-	bin, err := cluster.Binary(ctx, "etcd", os.Stderr)
+	bin, err := cluster.Binary(ctx, name, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports, err := cluster.FreePorts(2)
+	ports, err := cluster.FreePorts(4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, peer := fmt.Sprintf("http://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	cmd := exec.Command(bin, "--name=registry", "--data-dir="+filepath.Join(t.TempDir(), "etcd"),
-		"--listen-client-urls="+client, "--advertise-client-urls="+client,
-		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
-		"--initial-cluster=registry="+peer, "--listen-metrics-urls=", "--unsafe-no-fsync", "--log-level=error")
+	cmd := exec.Command(bin, args(ports)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	endpoint := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		resp, err := http.Get(client + "/health")
+		resp, err := http.Get(endpoint + health)
 		if err != nil {
 			return false, nil
 		}
@@ -48,9 +46,20 @@ func startEtcd(t *testing.T) string {
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	if err != nil {
-		t.Fatalf("etcd did not answer: %v", err)
+		t.Fatalf("%s did not answer: %v", name, err)
 	}
-	return client
+	return endpoint
+}
+
+func startEtcd(t *testing.T) string {
+	dir := filepath.Join(t.TempDir(), "etcd")
+	return startRegistry(t, "etcd", "/health", func(ports []int) []string {
+		client, peer := fmt.Sprintf("http://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+		return []string{"--name=registry", "--data-dir=" + dir,
+			"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+			"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+			"--initial-cluster=registry=" + peer, "--listen-metrics-urls=", "--unsafe-no-fsync", "--log-level=error"}
+	})
 }
 
 func etcdConfig(endpoint string) EtcdConfig {

@@ -1,0 +1,89 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+func startConsul(t *testing.T) string {
+	return startRegistry(t, "consul", "/v1/status/leader", func(ports []int) []string {
+		return []string{"agent", "-dev", "-node=registry",
+			"-bind=127.0.0.1", "-client=127.0.0.1", "-advertise=127.0.0.1",
+			fmt.Sprintf("-http-port=%d", ports[0]), fmt.Sprintf("-server-port=%d", ports[1]),
+			fmt.Sprintf("-serf-lan-port=%d", ports[2]), fmt.Sprintf("-serf-wan-port=%d", ports[3]),
+			"-dns-port=-1", "-grpc-port=-1", "-grpc-tls-port=-1", "-hcl=disable_update_check = true", "-log-level=error"}
+	})
+}
+
+// consulConfig is the HTTP backend for Consul's agent API, as the README
+// and the e2e configure it.
+func consulConfig(endpoint, bridge string) HTTPConfig {
+	cfg := HTTPConfig{
+		Register: HTTPRequest{URL: endpoint + "/v1/agent/service/register", Body: `{"ID": "{{.Namespace}}-{{.Pod}}", "Name": "{{.CloneSet}}", ` +
+			`"Address": "{{.IP}}", "Port": {{.Port}}, "Meta": {"lifeline-bridge": "{{.Bridge}}", "lifeline-id": "{{.ID}}", "uid": "{{.UID}}"}}`},
+		Unregister: HTTPRequest{URL: endpoint + "/v1/agent/service/deregister/{{.Namespace}}-{{.Pod}}"},
+		List: &HTTPList{HTTPRequest: HTTPRequest{URL: endpoint + "/v1/agent/services"},
+			BridgeField: "Meta.lifeline-bridge", IDField: "Meta.lifeline-id", UIDField: "Meta.uid", IPField: "Address", PortField: "Port"},
+		Bridge: bridge,
+	}
+	cfg.defaults()
+	return cfg
+}
+
+func TestHTTPRegistryAgainstARealConsul(t *testing.T) {
+	ctx := context.Background()
+	endpoint := startConsul(t)
+	h, err := NewHTTP(consulConfig(endpoint, "unit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := NewHTTP(consulConfig(endpoint, "someone-else"))
+	if err := h.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inst := Instance{IP: "10.0.0.7", Port: 8080, Pod: "web-abcde", Namespace: "demo", CloneSet: "web", UID: "uid-1"}
+	foreign := Instance{IP: "10.0.0.9", Port: 80, Pod: "api-xyz", Namespace: "demo", CloneSet: "api", UID: "uid-9"}
+	if err := h.Register(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Register(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := h.Entries(ctx)
+	if err != nil || len(entries) != 1 || entries[0].ID != inst.ID() || entries[0].UID != "uid-1" || entries[0].IP != "10.0.0.7" || entries[0].Port != 8080 {
+		t.Fatalf("entries %+v (%v), want this bridge's one entry only", entries, err)
+	}
+	first := entries[0]
+
+	// The pod was replaced by one of the same name: a removal planned for
+	// the old one leaves the new entry alone, and RegisterIfAbsent does not
+	// overwrite it.
+	moved := inst
+	moved.IP, moved.UID = "10.0.0.8", "uid-2"
+	if err := h.Register(ctx, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.RemoveIfUnchanged(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.RegisterIfAbsent(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := h.Entries(ctx); len(entries) != 1 || entries[0].UID != "uid-2" || entries[0].IP != "10.0.0.8" {
+		t.Fatalf("the newer entry did not survive: %+v", entries)
+	}
+
+	if err := h.Unregister(ctx, inst.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Unregister(ctx, inst.ID()); err != nil {
+		t.Fatalf("unregistering an absent entry (a 404) must succeed: %v", err)
+	}
+	if entries, _ := h.Entries(ctx); len(entries) != 0 {
+		t.Fatalf("entries after Unregister: %+v", entries)
+	}
+	if entries, _ := other.Entries(ctx); len(entries) != 1 {
+		t.Fatalf("another bridge's entry was touched: %+v", entries)
+	}
+}
