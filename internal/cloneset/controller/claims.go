@@ -57,21 +57,3 @@ func (r *Reconciler) releaseUnreusedPVCs(ctx context.Context, cs *appsv1alpha1.C
 	}
 	return kept, nil
 }
-
-func (r *Reconciler) deletePVCs(ctx context.Context, cs *appsv1alpha1.CloneSet, id string) error {
-	if id == "" || len(cs.Spec.VolumeClaimTemplates) == 0 {
-		return nil
-	}
-	pvcs, err := r.ownedPVCs(ctx, cs)
-	if err != nil {
-		return err
-	}
-	for _, pvc := range pvcs {
-		if pvc.Labels[appsv1alpha1.CloneSetInstanceID] == id {
-			if err := r.Delete(ctx, pvc); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting pvc %s: %w", pvc.Name, err)
-			}
-		}
-	}
-	return nil
-}

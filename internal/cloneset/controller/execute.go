@@ -12,10 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 	"github.com/lifeline-k8s/lifeline/pkg/podpatch"
 )
@@ -23,10 +24,10 @@ import (
 // execute runs the plan's actions concurrently. Creations go in slow-start
 // batches (1, 2, 4, ...) and stop at the first failing batch, so a quota or
 // webhook that rejects pods costs one failed request, not hundreds.
-func (r *Reconciler) execute(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *revisions, actions []planner.Action) []error {
-	var creates, others []planner.Action
+func (r *Reconciler) execute(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *revisions, actions []podlife.Action) []error {
+	var creates, others []podlife.Action
 	for _, a := range actions {
-		if a.Type == planner.CreatePod {
+		if _, ok := a.(podlife.CreatePod); ok {
 			creates = append(creates, a)
 		} else {
 			others = append(others, a)
@@ -34,7 +35,7 @@ func (r *Reconciler) execute(ctx context.Context, cs *appsv1alpha1.CloneSet, rev
 	}
 	var errs []error
 	var mu sync.Mutex
-	run := func(batch []planner.Action) int {
+	run := func(batch []podlife.Action) int {
 		var wg sync.WaitGroup
 		failed := 0
 		for _, a := range batch {
@@ -63,77 +64,94 @@ func (r *Reconciler) execute(ctx context.Context, cs *appsv1alpha1.CloneSet, rev
 	return errs
 }
 
-func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *revisions, a planner.Action) error {
-	key := client.ObjectKeyFromObject(cs)
+// act carries out one action; it decides nothing the plan did not.
+func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *revisions, a podlife.Action) error {
+	var err error
+	switch a := a.(type) {
+	case podlife.CreatePod:
+		err = r.create(ctx, cs, revs, a)
+	case podlife.DeletePod:
+		err = r.delete(ctx, cs, a)
+	case podlife.Writer:
+		err = r.write(ctx, cs, a)
+	default:
+		err = fmt.Errorf("no executor for %s", a.Kind())
+	}
+	var stale *staleError
+	if err != nil && !errors.As(err, &stale) {
+		actionFailures.WithLabelValues(cs.Namespace, cs.Name, failureKind(a)).Inc()
+	}
+	return err
+}
+
+func (r *Reconciler) create(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *revisions, a podlife.CreatePod) error {
 	now := r.Clock.Now()
-	fail := func(action string, err error) error {
-		var stale *staleError
-		if !errors.As(err, &stale) {
-			actionFailures.WithLabelValues(cs.Namespace, cs.Name, action).Inc()
-		}
+	cr := revs.update
+	if a.Revision == revs.current.Name {
+		cr = revs.current
+	}
+	pod, err := newPod(cs, cr, a.InstanceID, a.State, now)
+	if err != nil {
 		return err
 	}
-	switch a.Type {
-	case planner.CreatePod:
-		cr := revs.update
-		if a.Create.Revision == revs.current.Name {
-			cr = revs.current
+	for _, pvc := range newPVCs(cs, a.InstanceID) {
+		if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+			r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "failed to create pvc: %v", err)
+			return fmt.Errorf("creating pvc %s: %w", pvc.Name, err)
 		}
-		pod, err := newPod(cs, cr, a.Create.InstanceID, a.Create.State, now)
-		if err != nil {
-			return fail("create", err)
-		}
-		for _, pvc := range newPVCs(cs, a.Create.InstanceID) {
-			if err := r.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
-				r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "failed to create pvc: %v", err)
-				return fail("create", fmt.Errorf("creating pvc %s: %w", pvc.Name, err))
-			}
-		}
-		if err := r.Create(ctx, pod); err != nil {
-			r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "failed to create pod: %v", err)
-			return fail("create", fmt.Errorf("creating pod %s: %w", pod.Name, err))
-		}
-		r.expectations.ExpectCreated(key, pod.Name, pod.UID, now)
-		podsCreated.WithLabelValues(cs.Namespace, cs.Name).Inc()
-		r.Recorder.Eventf(cs, pod, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "succeed to create pod %s (%s)", pod.Name, a.Reason)
-
-	case planner.DeletePod:
-		err := r.Delete(ctx, a.Pod, client.Preconditions{UID: &a.Pod.UID})
-		if err != nil && !apierrors.IsNotFound(err) {
-			r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, "FailedDelete", "Delete", "failed to delete pod %s: %v", a.Pod.Name, err)
-			return fail("delete", fmt.Errorf("deleting pod %s: %w", a.Pod.Name, err))
-		}
-		r.expectations.ExpectDeleted(key, a.Pod.Name, now)
-		podsDeleted.WithLabelValues(cs.Namespace, cs.Name).Inc()
-		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "succeed to delete pod %s (%s)", a.Pod.Name, a.Reason)
-		// The controller deleting a pod also deletes its volumes; only a
-		// pod that vanished otherwise leaves them for its successor.
-		if err := r.deletePVCs(ctx, cs, a.Pod.Labels[appsv1alpha1.CloneSetInstanceID]); err != nil {
-			return fail("delete", err)
-		}
-
-	default:
-		if a.Type == planner.UpdateInPlace && r.Budgets != nil {
-			// No pod admission sees an in-place update: take its budget
-			// here, before the pod leaves service.
-			v, err := r.Budgets.Take(ctx, budgetadmission.Request{Pod: a.Pod, Op: policyv1alpha1.PubUpdateOperation, User: budgetUser})
-			if err != nil {
-				return fail("update", err)
-			}
-			if !v.Allowed {
-				r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, "DisruptionNotAllowed", "Update", "%s: %s", a.Pod.Name, v.Reason)
-				return &staleError{pod: a.Pod.Name, err: fmt.Errorf("PodUnavailableBudget %s: %s", v.Refused.Name, v.Reason)}
-			}
-		}
-		if err := r.write(ctx, key, a); err != nil {
-			var stale *staleError
-			if !errors.As(err, &stale) && a.Type == planner.UpdateInPlace {
-				r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "Update", "failed to update pod %s in-place: %v", a.Pod.Name, err)
-			}
-			return fail(failureKind(a.Type), err)
-		}
-		r.recordWrite(cs, a, now)
 	}
+	if err := r.Create(ctx, pod); err != nil {
+		r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "FailedCreate", "Create", "failed to create pod: %v", err)
+		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
+	}
+	r.expectations.ExpectCreated(client.ObjectKeyFromObject(cs), pod.Name, pod.UID, now)
+	podsCreated.WithLabelValues(cs.Namespace, cs.Name).Inc()
+	r.Recorder.Eventf(cs, pod, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "succeed to create pod %s (%s)", pod.Name, a.Reason)
+	return nil
+}
+
+func (r *Reconciler) delete(ctx context.Context, cs *appsv1alpha1.CloneSet, a podlife.DeletePod) error {
+	err := r.Delete(ctx, a.Pod, client.Preconditions{UID: &a.Pod.UID})
+	if err != nil && !apierrors.IsNotFound(err) {
+		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, "FailedDelete", "Delete", "failed to delete pod %s: %v", a.Pod.Name, err)
+		return fmt.Errorf("deleting pod %s: %w", a.Pod.Name, err)
+	}
+	r.expectations.ExpectDeleted(client.ObjectKeyFromObject(cs), a.Pod.Name, r.Clock.Now())
+	podsDeleted.WithLabelValues(cs.Namespace, cs.Name).Inc()
+	r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "succeed to delete pod %s (%s)", a.Pod.Name, a.Reason)
+	for _, pvc := range a.Claims {
+		if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting pvc %s: %w", pvc.Name, err)
+		}
+	}
+	return nil
+}
+
+// write sends the action's writes in order, each rendered as a guarded
+// patch; one that fails stops the rest. An in-place update takes its
+// budget first when the plan says so.
+func (r *Reconciler) write(ctx context.Context, cs *appsv1alpha1.CloneSet, a podlife.Writer) error {
+	pod := a.Target()
+	if u, ok := a.(podlife.UpdateInPlace); ok && u.TakeBudget && r.Budgets != nil {
+		v, err := r.Budgets.Take(ctx, budgetadmission.Request{Pod: pod, Op: policyv1alpha1.PubUpdateOperation, User: budgetUser})
+		if err != nil {
+			return err
+		}
+		if !v.Allowed {
+			r.Recorder.Eventf(cs, pod, corev1.EventTypeWarning, "DisruptionNotAllowed", "Update", "%s: %s", pod.Name, v.Reason)
+			return &staleError{pod: pod.Name, err: fmt.Errorf("PodUnavailableBudget %s: %s", v.Refused.Name, v.Reason)}
+		}
+	}
+	for _, w := range a.PodWrites() {
+		if err := r.applyPatch(ctx, client.ObjectKeyFromObject(cs), w.Render(pod)); err != nil {
+			var stale *staleError
+			if _, inPlace := a.(podlife.UpdateInPlace); inPlace && !errors.As(err, &stale) {
+				r.Recorder.Eventf(cs, pod, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "Update", "failed to update pod %s in-place: %v", pod.Name, err)
+			}
+			return err
+		}
+	}
+	r.recordWrite(cs, a)
 	return nil
 }
 
@@ -141,50 +159,45 @@ func (r *Reconciler) act(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *r
 // again at the latest.
 const staleRetry = time.Second
 
-func stateOrNone(pod *corev1.Pod) string {
-	if s := podfacts.State(pod); s != "" {
+func stateOrNone(s pub.LifecycleStateType) string {
+	if s != "" {
 		return string(s)
 	}
 	return "(none)"
 }
 
-// write sends the action's writes in order, each rendered as a guarded
-// patch; one that fails stops the rest.
-func (r *Reconciler) write(ctx context.Context, owner types.NamespacedName, a planner.Action) error {
-	for _, w := range a.Writes {
-		if err := r.applyPatch(ctx, owner, render(a.Pod, w)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// failureKind is the action label of a failed write in the failure metric.
-func failureKind(t planner.ActionType) string {
-	if t == planner.SetState || t == planner.InitPodReady {
+// failureKind is the action label of a failed action in the failure metric.
+func failureKind(a podlife.Action) string {
+	switch a.(type) {
+	case podlife.CreatePod:
+		return "create"
+	case podlife.DeletePod:
+		return "delete"
+	case podlife.SetState, podlife.InitPodReady:
 		return "patch"
 	}
 	return "update"
 }
 
 // recordWrite says, in events and metrics, what a write action did.
-func (r *Reconciler) recordWrite(cs *appsv1alpha1.CloneSet, a planner.Action, now time.Time) {
-	switch a.Type {
-	case planner.SetState:
-		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "LifecycleStateChanged", "SetState",
-			"pod %s: %s → %s (%s)", a.Pod.Name, stateOrNone(a.Pod), a.State(), a.Reason)
-		if since := podfacts.StateSince(a.Pod); !since.IsZero() && podfacts.State(a.Pod) != "" {
-			stateDuration.WithLabelValues(string(podfacts.State(a.Pod))).Observe(now.Sub(since).Seconds())
+func (r *Reconciler) recordWrite(cs *appsv1alpha1.CloneSet, a podlife.Writer) {
+	pod := a.Target()
+	switch a := a.(type) {
+	case podlife.SetState:
+		r.Recorder.Eventf(cs, pod, corev1.EventTypeNormal, "LifecycleStateChanged", "SetState",
+			"pod %s: %s → %s (%s)", pod.Name, stateOrNone(a.From), a.To, a.Reason)
+		if since := podfacts.StateSince(pod); !since.IsZero() && a.From != "" {
+			stateDuration.WithLabelValues(string(a.From)).Observe(r.Clock.Now().Sub(since).Seconds())
 		}
-	case planner.UpdateNextBatch:
-		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "InPlaceUpdateNextBatch", "Update",
-			"pod %s: next in-place batch %v (%s)", a.Pod.Name, a.ImageNames(), a.Reason)
-	case planner.UpdateInPlace:
-		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "Update",
-			"successfully update pod %s in-place(revision %s)", a.Pod.Name, a.Revision())
+	case podlife.UpdateNextBatch:
+		r.Recorder.Eventf(cs, pod, corev1.EventTypeNormal, "InPlaceUpdateNextBatch", "Update",
+			"pod %s: next in-place batch %v (%s)", pod.Name, a.Containers, a.Reason)
+	case podlife.UpdateInPlace:
+		r.Recorder.Eventf(cs, pod, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "Update",
+			"successfully update pod %s in-place(revision %s)", pod.Name, a.Revision)
 	}
-	for _, w := range a.Warnings {
-		r.Recorder.Eventf(cs, a.Pod, corev1.EventTypeWarning, w.Reason, string(a.Type), "%s", w.Message)
+	for _, w := range a.Warned() {
+		r.Recorder.Eventf(cs, pod, corev1.EventTypeWarning, w.Reason, a.Kind(), "%s", w.Message)
 	}
 }
 

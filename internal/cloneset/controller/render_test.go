@@ -20,6 +20,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden patches in testdata/render")
@@ -89,16 +90,17 @@ func renderPlan(t *testing.T, plan planner.Plan) []byte {
 	t.Helper()
 	var out []renderedWrite
 	for _, a := range plan.Actions {
-		if len(a.Writes) == 0 {
-			t.Fatalf("golden cases render writes; the plan has %s", a.Type)
+		wa, ok := a.(podlife.Writer)
+		if !ok || len(wa.PodWrites()) == 0 {
+			t.Fatalf("golden cases render writes; the plan has %s", a.Kind())
 		}
-		for _, w := range a.Writes {
-			p := render(a.Pod, w)
+		for _, w := range wa.PodWrites() {
+			p := w.Render(a.Target())
 			data, err := p.Data()
 			if err != nil {
 				t.Fatal(err)
 			}
-			rw := renderedWrite{Action: string(a.Type), Pod: a.Pod.Name, Patch: data}
+			rw := renderedWrite{Action: a.Kind(), Pod: a.Target().Name, Patch: data}
 			if p.Status() {
 				rw.Subresource = "status"
 			}

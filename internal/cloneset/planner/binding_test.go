@@ -11,6 +11,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 )
 
 func TestBindingState(t *testing.T) {
@@ -66,7 +67,7 @@ func TestNewInPlacePodTakesOneWrite(t *testing.T) {
 	gated := func(p *corev1.Pod) {
 		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}
 	}
-	plan := func(pod *corev1.Pod) []Action {
+	plan := func(pod *corev1.Pod) []podlife.Action {
 		p, err := Compute(snapshot(cs, pod))
 		if err != nil {
 			t.Fatal(err)
@@ -77,11 +78,11 @@ func TestNewInPlacePodTakesOneWrite(t *testing.T) {
 		t.Errorf("unscheduled: %+v, want nothing until it is scheduled", a)
 	}
 	a := plan(readyPod("a", newRev, gated, inState(pub.LifecycleStatePreparingNormal)))
-	if len(a) != 1 || a[0].Type != SetState || a[0].State() != pub.LifecycleStateNormal || !slices.Equal(conditionTypes(a[0]), []corev1.PodConditionType{pub.InPlaceUpdateReady}) {
+	if len(a) != 1 || !is[podlife.SetState](a[0]) || stateOf(a[0]) != pub.LifecycleStateNormal || !slices.Equal(conditionTypes(a[0]), []corev1.PodConditionType{pub.InPlaceUpdateReady}) {
 		t.Errorf("scheduled, no webhook: %+v, want one SetState Normal carrying InPlaceUpdateReady", a)
 	}
 	a = plan(readyPod("a", newRev, gated))
-	if len(a) != 1 || a[0].Type != InitPodReady || conditionTypes(a[0])[0] != pub.InPlaceUpdateReady {
+	if len(a) != 1 || !is[podlife.InitPodReady](a[0]) || conditionTypes(a[0])[0] != pub.InPlaceUpdateReady {
 		t.Errorf("made Normal by the bind: %+v, want one InitPodReady", a)
 	}
 
@@ -89,7 +90,7 @@ func TestNewInPlacePodTakesOneWrite(t *testing.T) {
 	// registers them once Ready, long before they go Normal.
 	cs.Spec.Lifecycle = &pub.Lifecycle{PreNormal: &pub.LifecycleHook{LabelsHandler: map[string]string{"online": "true"}}}
 	a = plan(readyPod("a", newRev, gated, unscheduled, inState(pub.LifecycleStatePreparingNormal)))
-	if len(a) != 1 || a[0].Type != InitPodReady {
+	if len(a) != 1 || !is[podlife.InitPodReady](a[0]) {
 		t.Errorf("preNormal hook: %+v, want InitPodReady", a)
 	}
 }

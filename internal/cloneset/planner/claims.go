@@ -33,3 +33,19 @@ func UnreusedPVCs(cs *appsv1alpha1.CloneSet, pvcs []*corev1.PersistentVolumeClai
 	}
 	return out
 }
+
+// claimsOf are the claims deleted with pod: those of its instance, when
+// the CloneSet has volumeClaimTemplates.
+func claimsOf(s Snapshot, pod *corev1.Pod) []*corev1.PersistentVolumeClaim {
+	id := pod.Labels[appsv1alpha1.CloneSetInstanceID]
+	if id == "" || len(s.CloneSet.Spec.VolumeClaimTemplates) == 0 {
+		return nil
+	}
+	var out []*corev1.PersistentVolumeClaim
+	for _, pvc := range s.PVCs {
+		if pvc.Labels[appsv1alpha1.CloneSetInstanceID] == id {
+			out = append(out, pvc)
+		}
+	}
+	return out
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
@@ -37,12 +38,12 @@ func MarksPodNotReady(cs *appsv1alpha1.CloneSet) bool {
 // started (the controller stopped between the condition and the images, and
 // the pod was not picked again, say after a rollback). Pods the actions
 // already touch are left out: a plan's actions must not race on one pod.
-func withInitPodReady(s Snapshot, actions []Action) []Action {
+func withInitPodReady(s Snapshot, actions []podlife.Action) []podlife.Action {
 	touched := map[*corev1.Pod]bool{}
 	for _, a := range actions {
 		// A state change repairs and initialises in its own write (see
 		// setState).
-		touched[a.Pod] = true
+		touched[a.Target()] = true
 	}
 	preNormal := lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal })
 	for _, pod := range s.Pods {

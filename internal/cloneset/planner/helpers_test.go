@@ -15,6 +15,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 )
 
 var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -86,20 +87,20 @@ func snapshot(cs *appsv1alpha1.CloneSet, pods ...*corev1.Pod) Snapshot {
 	}
 }
 
-func names(actions []Action) []string {
+func names(actions []podlife.Action) []string {
 	var out []string
 	for _, a := range actions {
-		switch a.Type {
-		case CreatePod:
-			out = append(out, fmt.Sprintf("create %s@%s", a.Create.InstanceID, a.Create.Revision))
+		switch c := a.(type) {
+		case podlife.CreatePod:
+			out = append(out, fmt.Sprintf("create %s@%s", c.InstanceID, c.Revision))
 			// PreparingNormal, where every pod starts (v1.9), goes unsaid.
-			if a.State() != pub.LifecycleStatePreparingNormal {
-				out[len(out)-1] += " " + string(a.State())
+			if stateOf(a) != pub.LifecycleStatePreparingNormal {
+				out[len(out)-1] += " " + string(stateOf(a))
 			}
-		case SetState:
-			out = append(out, fmt.Sprintf("state %s=%s", a.Pod.Name, a.State()))
+		case podlife.SetState:
+			out = append(out, fmt.Sprintf("state %s=%s", a.Target().Name, stateOf(a)))
 		default:
-			out = append(out, fmt.Sprintf("%s %s", a.Type, a.Pod.Name))
+			out = append(out, fmt.Sprintf("%s %s", a.Kind(), a.Target().Name))
 		}
 	}
 	return out
@@ -114,10 +115,10 @@ func withGate(t corev1.PodConditionType, status corev1.ConditionStatus) func(*co
 }
 
 // condition is the condition of type t the action's writes set, if any.
-func condition(a Action, t corev1.PodConditionType) (corev1.PodCondition, bool) {
+func condition(a podlife.Action, t corev1.PodConditionType) (corev1.PodCondition, bool) {
 	var out corev1.PodCondition
 	found := false
-	for _, w := range a.Writes {
+	for _, w := range writesOf(a) {
 		if c, ok := w.Condition(t); ok {
 			out, found = c, true
 		}
@@ -126,9 +127,9 @@ func condition(a Action, t corev1.PodConditionType) (corev1.PodCondition, bool) 
 }
 
 // conditionTypes are the types of the conditions the action's writes set.
-func conditionTypes(a Action) []corev1.PodConditionType {
+func conditionTypes(a podlife.Action) []corev1.PodConditionType {
 	var out []corev1.PodConditionType
-	for _, w := range a.Writes {
+	for _, w := range writesOf(a) {
 		for _, c := range w.Conditions {
 			out = append(out, c.Type)
 		}
@@ -138,23 +139,23 @@ func conditionTypes(a Action) []corev1.PodConditionType {
 
 // addsNotReady reports whether the action makes its pod NotReady through
 // KruisePodReady with the reason key.
-func addsNotReady(a Action, key string) bool {
+func addsNotReady(a podlife.Action, key string) bool {
 	c, ok := condition(a, pub.KruisePodReadyConditionType)
 	return ok && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, `"key":"`+key+`"`)
 }
 
 // liftsNotReady reports whether the action leaves its pod's KruisePodReady
 // condition without the reason key.
-func liftsNotReady(a Action, key string) bool {
+func liftsNotReady(a podlife.Action, key string) bool {
 	c, ok := condition(a, pub.KruisePodReadyConditionType)
 	return ok && !strings.Contains(c.Message, `"key":"`+key+`"`)
 }
 
 // images are the container images the action's writes set, or hold back
 // for a grace period.
-func images(a Action) map[string]string {
+func images(a podlife.Action) map[string]string {
 	out := map[string]string{}
-	for _, w := range a.Writes {
+	for _, w := range writesOf(a) {
 		for k, v := range w.Images {
 			out[k] = v
 		}
@@ -163,9 +164,9 @@ func images(a Action) map[string]string {
 }
 
 // inPlaceState is the in-place update record the action writes.
-func inPlaceState(t *testing.T, a Action) *pub.InPlaceUpdateState {
+func inPlaceState(t *testing.T, a podlife.Action) *pub.InPlaceUpdateState {
 	t.Helper()
-	for _, w := range a.Writes {
+	for _, w := range writesOf(a) {
 		if v, ok := w.Annotations[pub.InPlaceUpdateStateKey]; ok {
 			st := &pub.InPlaceUpdateState{}
 			if err := json.Unmarshal([]byte(v), st); err != nil {
@@ -174,6 +175,47 @@ func inPlaceState(t *testing.T, a Action) *pub.InPlaceUpdateState {
 			return st
 		}
 	}
-	t.Fatalf("%s of %s writes no in-place update state", a.Type, a.Pod.Name)
+	t.Fatalf("%s of %s writes no in-place update state", a.Kind(), a.Target().Name)
+	return nil
+}
+
+// is reports whether a is an action of type T.
+func is[T podlife.Action](a podlife.Action) bool {
+	_, ok := a.(T)
+	return ok
+}
+
+// stateOf is the lifecycle state an action leaves its pod in: the one a
+// created pod starts in, a state change's, Updating for an in-place
+// update; "" for the others.
+func stateOf(a podlife.Action) pub.LifecycleStateType {
+	switch a := a.(type) {
+	case podlife.CreatePod:
+		return a.State
+	case podlife.SetState:
+		return a.To
+	case podlife.UpdateInPlace:
+		return pub.LifecycleStateUpdating
+	}
+	return ""
+}
+
+// revisionIn is the revision an action moves its pod to: a created pod's,
+// an in-place update's; "" for the others.
+func revisionIn(a podlife.Action) string {
+	switch a := a.(type) {
+	case podlife.CreatePod:
+		return a.Revision
+	case podlife.UpdateInPlace:
+		return a.Revision
+	}
+	return ""
+}
+
+// writesOf are the writes an action sends to its pod.
+func writesOf(a podlife.Action) []podlife.PodWrite {
+	if w, ok := a.(podlife.Writer); ok {
+		return w.PodWrites()
+	}
 	return nil
 }

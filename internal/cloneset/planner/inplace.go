@@ -2,6 +2,8 @@ package planner
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -10,6 +12,8 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/disruption"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/pkg/lifecycle"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
@@ -83,14 +87,14 @@ func CanUpdateInPlace(from, to *corev1.PodTemplateSpec) (*InPlaceChange, bool) {
 // in-place strategy: held in PreparingUpdate while its inPlaceUpdate hook
 // holds it, updated in place when the change allows, and otherwise
 // recreated (InPlaceIfPossible) or refused (InPlaceOnly).
-func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (Action, error) {
+func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (podlife.Action, error) {
 	cs := s.CloneSet
 	hook := lifecycleHook(cs, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.InPlaceUpdate })
 	from := s.Templates[revisionOf(pod, s.Templates)]
 	change, ok := CanUpdateInPlace(from, s.Templates[s.UpdateRevision])
 	if !ok {
 		if cs.Spec.UpdateStrategy.Type == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType {
-			return Action{}, fmt.Errorf("find Pod %s update strategy is InPlaceOnly but can not update in-place", pod.Name)
+			return nil, fmt.Errorf("find Pod %s update strategy is InPlaceOnly but can not update in-place", pod.Name)
 		}
 		return recreate(s, preDelete, pod, fmt.Sprintf("recreate for update to revision %s: the change cannot be made in place", s.UpdateRevision)), nil
 	}
@@ -104,13 +108,13 @@ func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (A
 	// it is released (recreating it, above, needs no registration).
 	if preNormal := lifecycleHook(cs, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal }); podfacts.State(pod) == pub.LifecycleStatePreparingNormal &&
 		preNormal != nil && !lifecycle.IsAllHooked(preNormal, pod) {
-		return Action{}, nil
+		return nil, nil
 	}
 	if podfacts.State(pod) == pub.LifecycleStateUpdated && hook != nil {
 		// A newer revision came while the pod waited in Updated for its
 		// handlers: put them back, so the operator sees a fresh
 		// PreparingUpdate and runs its hook for this update too.
-		t := transition{to: pub.LifecycleStatePreparingUpdate, readd: hook}
+		t := transition{to: pub.LifecycleStatePreparingUpdate, readd: hook, disrupts: disruption.InPlaceUpdate}
 		if hook.MarkPodNotReady {
 			t.addNotReady = pub.PodReadyKeyPreUpdateHook
 		}
@@ -124,13 +128,13 @@ func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (A
 		// (an operator that put its handlers back early must not send it
 		// to PreparingUpdate from Updating, which the state machine does
 		// not allow).
-		return Action{}, nil
+		return nil, nil
 	}
 	if lifecycle.IsHooked(hook, pod) {
 		if podfacts.State(pod) == pub.LifecycleStatePreparingUpdate {
-			return Action{}, nil // still held
+			return nil, nil // still held
 		}
-		t := transition{to: pub.LifecycleStatePreparingUpdate}
+		t := transition{to: pub.LifecycleStatePreparingUpdate, disrupts: disruption.InPlaceUpdate}
 		if hook.MarkPodNotReady {
 			t.addNotReady = pub.PodReadyKeyPreUpdateHook
 		}
@@ -144,9 +148,9 @@ func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (A
 	change.Images, change.NextImages = splitBatch(s.Templates[s.UpdateRevision].Spec.Containers, change.Images)
 	writes, err := inPlaceWrites(s, pod, s.UpdateRevision, change)
 	if err != nil {
-		return Action{}, err
+		return nil, err
 	}
-	return Action{Type: UpdateInPlace, Pod: pod, Writes: writes,
+	return podlife.UpdateInPlace{Pod: pod, Revision: s.UpdateRevision, TakeBudget: s.Disruptions != nil, Writes: writes,
 		Reason: fmt.Sprintf("in-place update to revision %s", s.UpdateRevision)}, nil
 }
 
@@ -234,7 +238,7 @@ func revisionOf(pod *corev1.Pod, templates map[string]*corev1.PodTemplateSpec) s
 // back, else to Normal; from Updated to Normal once they are. The
 // InPlaceUpdateReady condition goes back to True with the move out of
 // Updating.
-func refreshInPlace(s Snapshot, pod *corev1.Pod) (Action, bool, error) {
+func refreshInPlace(s Snapshot, pod *corev1.Pod) (podlife.Action, bool, error) {
 	hook := lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.InPlaceUpdate })
 	waitForHook := s.CloneSet.Spec.Lifecycle != nil && hook != nil && !lifecycle.IsAllHooked(hook, pod)
 	switch podfacts.State(pod) {
@@ -242,21 +246,21 @@ func refreshInPlace(s Snapshot, pod *corev1.Pod) (Action, bool, error) {
 		if g := podfacts.Grace(pod); g != nil {
 			st := podfacts.InPlaceUpdateState(pod)
 			if st == nil || !s.Now.Before(st.UpdateTimestamp.Add(time.Duration(g.GraceSeconds)*time.Second)) {
-				return Action{Type: FinishGrace, Pod: pod, Writes: []PodWrite{finishGraceWrite(pod)}, Reason: "its grace period is over"}, true, nil
+				return podlife.FinishGrace{Pod: pod, Writes: []podlife.PodWrite{finishGraceWrite(pod)}, Reason: "its grace period is over"}, true, nil
 			}
-			return Action{}, false, nil
+			return nil, false, nil
 		}
 		st := podfacts.InPlaceUpdateState(pod)
 		if change, ok := nextBatch(pod, st); ok {
 			w, err := nextBatchWrite(s, pod, st, change)
 			if err != nil {
-				return Action{}, false, err
+				return nil, false, err
 			}
-			return Action{Type: UpdateNextBatch, Pod: pod, Writes: []PodWrite{w},
+			return podlife.UpdateNextBatch{Pod: pod, Containers: slices.Sorted(maps.Keys(change.Images)), Writes: []podlife.PodWrite{w},
 				Reason: "the previous container batch runs and is Ready"}, true, nil
 		}
 		if !podfacts.InPlaceUpdateDone(pod) {
-			return Action{}, false, nil
+			return nil, false, nil
 		}
 		next := pub.LifecycleStateNormal
 		if waitForHook {
@@ -272,7 +276,7 @@ func refreshInPlace(s Snapshot, pod *corev1.Pod) (Action, bool, error) {
 		// Rolled back while held: the pod is at the update revision again,
 		// so there is nothing left to update.
 		if !IsUpdated(pod, s.UpdateRevision) {
-			return Action{}, false, nil
+			return nil, false, nil
 		}
 		next := pub.LifecycleStateNormal
 		if waitForHook {
@@ -282,11 +286,11 @@ func refreshInPlace(s Snapshot, pod *corev1.Pod) (Action, bool, error) {
 			"the update it was held for was rolled back"), true, nil
 	case pub.LifecycleStateUpdated:
 		if waitForHook {
-			return Action{}, false, nil
+			return nil, false, nil
 		}
 		return setState(s, pod, transition{to: pub.LifecycleStateNormal}, "every inPlaceUpdate handler is back"), true, nil
 	}
-	return Action{}, false, nil
+	return nil, false, nil
 }
 
 // graceWait is how long until the next pending grace period ends, or 0.

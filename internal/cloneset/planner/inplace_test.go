@@ -11,6 +11,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
@@ -48,13 +49,13 @@ func TestInPlaceUpdateFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Actions) != 1 || p.Actions[0].Type != UpdateInPlace || images(p.Actions[0])["main"] != "nginx:2" {
+	if len(p.Actions) != 1 || !is[podlife.UpdateInPlace](p.Actions[0]) || images(p.Actions[0])["main"] != "nginx:2" {
 		t.Fatalf("actions %+v", p.Actions)
 	}
 
 	// An env change falls back to recreation; InPlaceOnly refuses it.
 	s.Templates[newRev] = template("nginx:2", corev1.EnvVar{Name: "A", Value: "1"})
-	if p, _ := Compute(s); len(p.Actions) != 1 || p.Actions[0].Type != DeletePod {
+	if p, _ := Compute(s); len(p.Actions) != 1 || !is[podlife.DeletePod](p.Actions[0]) {
 		t.Fatalf("InPlaceIfPossible with an env change: %+v", p.Actions)
 	}
 	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType
@@ -68,7 +69,7 @@ func TestInPlaceUpdateFlow(t *testing.T) {
 	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}, MarkPodNotReady: true}}
 	hold, gated := func(p *corev1.Pod) { p.Labels["hold"] = "true" }, withGate(pub.KruisePodReadyConditionType, corev1.ConditionTrue)
 	s.Pods = []*corev1.Pod{readyPod("a", oldRev, hold, gated), readyPod("b", oldRev, hold, gated)}
-	if p, _ := Compute(s); len(p.Actions) != 1 || p.Actions[0].State() != pub.LifecycleStatePreparingUpdate || !addsNotReady(p.Actions[0], pub.PodReadyKeyPreUpdateHook) {
+	if p, _ := Compute(s); len(p.Actions) != 1 || stateOf(p.Actions[0]) != pub.LifecycleStatePreparingUpdate || !addsNotReady(p.Actions[0], pub.PodReadyKeyPreUpdateHook) {
 		t.Fatalf("hooked: %+v", p.Actions)
 	}
 }
@@ -87,12 +88,12 @@ func TestInPlaceCompletion(t *testing.T) {
 	}
 	updating.Status.ContainerStatuses[0] = corev1.ContainerStatus{Name: "main", Image: "nginx:2", ImageID: "new-id"}
 	p, _ := Compute(s)
-	if c, _ := condition(p.Actions[0], pub.InPlaceUpdateReady); len(p.Actions) != 1 || p.Actions[0].State() != pub.LifecycleStateNormal || c.Status != corev1.ConditionTrue {
+	if c, _ := condition(p.Actions[0], pub.InPlaceUpdateReady); len(p.Actions) != 1 || stateOf(p.Actions[0]) != pub.LifecycleStateNormal || c.Status != corev1.ConditionTrue {
 		t.Fatalf("done: %+v", p.Actions)
 	}
 	// With an inPlaceUpdate hook whose handlers are not back, Updated.
 	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{"hold": "true"}}}
-	if p, _ := Compute(s); len(p.Actions) != 1 || p.Actions[0].State() != pub.LifecycleStateUpdated {
+	if p, _ := Compute(s); len(p.Actions) != 1 || stateOf(p.Actions[0]) != pub.LifecycleStateUpdated {
 		t.Fatalf("done, hook not back: %+v", p.Actions)
 	}
 }
@@ -108,7 +109,7 @@ func TestRollbackReleasesAHeldPod(t *testing.T) {
 		p.Status.Conditions[1].Message = `[{"userAgent":"Lifecycle","key":"preUpdateHook"}]`
 	})
 	p, _ := Compute(snapshot(cs, held))
-	if len(p.Actions) != 1 || p.Actions[0].State() != pub.LifecycleStateNormal || !liftsNotReady(p.Actions[0], pub.PodReadyKeyPreUpdateHook) {
+	if len(p.Actions) != 1 || stateOf(p.Actions[0]) != pub.LifecycleStateNormal || !liftsNotReady(p.Actions[0], pub.PodReadyKeyPreUpdateHook) {
 		t.Fatalf("actions %+v", p.Actions)
 	}
 }
@@ -119,7 +120,7 @@ func TestGracePeriod(t *testing.T) {
 	cs.Spec.UpdateStrategy.InPlaceUpdateStrategy = &pub.InPlaceUpdateStrategy{GracePeriodSeconds: 10}
 	s := snapshot(cs, readyPod("a", oldRev), readyPod("b", oldRev))
 	s.Templates = map[string]*corev1.PodTemplateSpec{oldRev: template("nginx:1"), newRev: template("nginx:2")}
-	if p, _ := Compute(s); len(p.Actions) != 1 || !strings.Contains(p.Actions[0].Writes[0].Annotations[pub.InPlaceUpdateGraceKey], `"graceSeconds":10`) || len(p.Actions[0].Writes[0].Images) != 0 {
+	if p, _ := Compute(s); len(p.Actions) != 1 || !strings.Contains(writesOf(p.Actions[0])[0].Annotations[pub.InPlaceUpdateGraceKey], `"graceSeconds":10`) || len(writesOf(p.Actions[0])[0].Images) != 0 {
 		t.Fatalf("actions %+v", p.Actions)
 	}
 	// Mid grace: nothing to do but wait; after it, the images go in.
@@ -135,7 +136,7 @@ func TestGracePeriod(t *testing.T) {
 		t.Fatalf("mid grace: actions %+v, requeue %v", p.Actions, p.RequeueAfter)
 	}
 	s.Now = now.Add(7 * time.Second)
-	if p, _ := Compute(s); len(p.Actions) != 1 || p.Actions[0].Type != FinishGrace {
+	if p, _ := Compute(s); len(p.Actions) != 1 || !is[podlife.FinishGrace](p.Actions[0]) {
 		t.Fatalf("after grace: %+v", p.Actions)
 	}
 }
@@ -149,8 +150,8 @@ func TestNewerRevisionRehooksAnUpdatedPod(t *testing.T) {
 	s := snapshot(cs, readyPod("a", oldRev, inState(pub.LifecycleStateUpdated)))
 	s.Templates = map[string]*corev1.PodTemplateSpec{oldRev: template("nginx:1"), newRev: template("nginx:2")}
 	p, _ := Compute(s)
-	if len(p.Actions) != 1 || p.Actions[0].State() != pub.LifecycleStatePreparingUpdate || p.Actions[0].Writes[0].Labels["hold"] != "true" ||
-		!slices.Equal(p.Actions[0].Writes[0].AddFinalizers, hook.FinalizersHandler) {
+	if len(p.Actions) != 1 || stateOf(p.Actions[0]) != pub.LifecycleStatePreparingUpdate || writesOf(p.Actions[0])[0].Labels["hold"] != "true" ||
+		!slices.Equal(writesOf(p.Actions[0])[0].AddFinalizers, hook.FinalizersHandler) {
 		t.Fatalf("actions %+v", p.Actions)
 	}
 }
@@ -176,11 +177,11 @@ func TestInterruptedInPlaceUpdateIsRepaired(t *testing.T) {
 	}
 	var repairs []string
 	for _, a := range p.Actions {
-		if a.Type == InitPodReady {
+		if is[podlife.InitPodReady](a) {
 			if types := conditionTypes(a); len(types) != 1 || types[0] != pub.InPlaceUpdateReady {
-				t.Errorf("repair of %s sets %v", a.Pod.Name, types)
+				t.Errorf("repair of %s sets %v", a.Target().Name, types)
 			}
-			repairs = append(repairs, a.Pod.Name)
+			repairs = append(repairs, a.Target().Name)
 		}
 	}
 	if len(repairs) != 1 || repairs[0] != stranded.Name {
@@ -255,7 +256,7 @@ func TestInPlaceUpdateByContainerPriority(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Actions) != 1 || p.Actions[0].Type != UpdateInPlace {
+	if len(p.Actions) != 1 || !is[podlife.UpdateInPlace](p.Actions[0]) {
 		t.Fatalf("actions %+v", p.Actions)
 	}
 	if im, st := images(p.Actions[0]), inPlaceState(t, p.Actions[0]); len(im) != 1 || im["redis"] != "redis:2" || st.NextContainerImages["nginx"] != "nginx:2" {
@@ -290,16 +291,16 @@ func TestInPlaceUpdateByContainerPriority(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []Action
+			var got []podlife.Action
 			for _, a := range p.Actions {
-				if a.Type == UpdateNextBatch || a.Type == SetState {
+				if is[podlife.UpdateNextBatch](a) || is[podlife.SetState](a) {
 					got = append(got, a)
 				}
 			}
 			switch {
 			case !c.next && len(got) > 0:
-				t.Errorf("acted before redis was updated and Ready: %s %+v", got[0].Type, got[0].Writes)
-			case c.next && (len(got) != 1 || got[0].Type != UpdateNextBatch || images(got[0])["nginx"] != "nginx:2" || len(inPlaceState(t, got[0]).NextContainerImages) != 0):
+				t.Errorf("acted before redis was updated and Ready: %s %+v", got[0].Kind(), writesOf(got[0]))
+			case c.next && (len(got) != 1 || !is[podlife.UpdateNextBatch](got[0]) || images(got[0])["nginx"] != "nginx:2" || len(inPlaceState(t, got[0]).NextContainerImages) != 0):
 				t.Errorf("next batch: %+v", got)
 			}
 		})
@@ -339,11 +340,11 @@ func TestHeldPreparingNormalPodIsNotUpdatedInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(p.Actions) != 0 {
-		t.Fatalf("acted on a pod its preNormal hook holds: %s to %s", p.Actions[0].Type, p.Actions[0].State())
+		t.Fatalf("acted on a pod its preNormal hook holds: %s to %s", p.Actions[0].Kind(), stateOf(p.Actions[0]))
 	}
 	held.Labels[registered] = "true"
 	p, _ = Compute(s)
-	if len(p.Actions) != 1 || p.Actions[0].Type != SetState || p.Actions[0].State() != pub.LifecycleStateNormal {
+	if len(p.Actions) != 1 || !is[podlife.SetState](p.Actions[0]) || stateOf(p.Actions[0]) != pub.LifecycleStateNormal {
 		t.Fatalf("released: %+v", p.Actions)
 	}
 }
@@ -356,13 +357,13 @@ func TestClaimTemplateChangeRecreatesInPlaceIfPossible(t *testing.T) {
 		strategy appsv1alpha1.CloneSetUpdateStrategyType
 		gate     bool
 		hashes   map[string]string
-		want     ActionType
+		want     string
 	}{
-		{"image and templates changed: recreated", appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, true, map[string]string{oldRev: "1", newRev: "2"}, DeletePod},
-		{"image changed, templates the same: in place", appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, true, map[string]string{oldRev: "1", newRev: "1"}, UpdateInPlace},
-		{"InPlaceOnly ignores the templates", appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType, true, map[string]string{oldRev: "1", newRev: "2"}, UpdateInPlace},
-		{"a revision without a recorded hash: in place", appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, true, map[string]string{newRev: "2"}, UpdateInPlace},
-		{"off by default, as in OpenKruise: in place", appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, false, map[string]string{oldRev: "1", newRev: "2"}, UpdateInPlace},
+		{"image and templates changed: recreated", appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, true, map[string]string{oldRev: "1", newRev: "2"}, "DeletePod"},
+		{"image changed, templates the same: in place", appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, true, map[string]string{oldRev: "1", newRev: "1"}, "UpdateInPlace"},
+		{"InPlaceOnly ignores the templates", appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType, true, map[string]string{oldRev: "1", newRev: "2"}, "UpdateInPlace"},
+		{"a revision without a recorded hash: in place", appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, true, map[string]string{newRev: "2"}, "UpdateInPlace"},
+		{"off by default, as in OpenKruise: in place", appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType, false, map[string]string{oldRev: "1", newRev: "2"}, "UpdateInPlace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := cloneSet(1, "", "1", "")
@@ -374,7 +375,7 @@ func TestClaimTemplateChangeRecreatesInPlaceIfPossible(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(p.Actions) != 1 || p.Actions[0].Type != tc.want {
+			if len(p.Actions) != 1 || p.Actions[0].Kind() != tc.want {
 				t.Errorf("actions %+v, want one %s", p.Actions, tc.want)
 			}
 		})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/pkg/lifecycle"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
@@ -125,53 +126,53 @@ func TestLifecycleModel(t *testing.T) {
 					t.Fatalf("step %d: %v", step, err)
 				}
 				for _, a := range plan.Actions {
-					switch a.Type {
-					case CreatePod:
-						if !allowed("", a.State()) {
-							t.Fatalf("step %d: created in %s", step, a.State())
+					switch c := a.(type) {
+					case podlife.CreatePod:
+						if !allowed("", stateOf(a)) {
+							t.Fatalf("step %d: created in %s", step, stateOf(a))
 						}
-						tm := templates[a.Create.Revision]
+						tm := templates[c.Revision]
 						gates := []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}
 						if MarksPodNotReady(cs) {
 							gates = append(gates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType})
 						}
-						name := "web-" + a.Create.InstanceID
+						name := "web-" + c.InstanceID
 						pods[name] = &corev1.Pod{
 							ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-								appsv1.ControllerRevisionHashLabelKey: a.Create.Revision, pub.LifecycleStateKey: string(a.State()), hold: "true", drain: "true"}},
+								appsv1.ControllerRevisionHashLabelKey: c.Revision, pub.LifecycleStateKey: string(stateOf(a)), hold: "true", drain: "true"}},
 							Spec: corev1.PodSpec{NodeName: "node", Containers: []corev1.Container{{Name: "main", Image: tm.Spec.Containers[0].Image}},
 								ReadinessGates: gates},
 							Status: corev1.PodStatus{Phase: corev1.PodRunning,
 								Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
 								ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Image: tm.Spec.Containers[0].Image, ImageID: "id-" + tm.Spec.Containers[0].Image}}},
 						}
-					case DeletePod:
-						p := pods[a.Pod.Name]
+					case podlife.DeletePod:
+						p := pods[a.Target().Name]
 						if lifecycle.IsHooked(cs.Spec.Lifecycle.PreDelete, p) {
 							t.Fatalf("step %d: deleted %s while its preDelete hook holds it", step, p.Name)
 						}
-						delete(pods, a.Pod.Name)
-					case SetState:
-						p := pods[a.Pod.Name]
-						if !allowed(podfacts.State(p), a.State()) {
-							t.Fatalf("step %d: %s moved %s → %s", step, p.Name, podfacts.State(p), a.State())
+						delete(pods, a.Target().Name)
+					case podlife.SetState:
+						p := pods[a.Target().Name]
+						if !allowed(podfacts.State(p), stateOf(a)) {
+							t.Fatalf("step %d: %s moved %s → %s", step, p.Name, podfacts.State(p), stateOf(a))
 						}
-						applyModelWrites(p, a.Writes)
-					case UpdateInPlace:
-						p := pods[a.Pod.Name]
+						applyModelWrites(p, writesOf(a))
+					case podlife.UpdateInPlace:
+						p := pods[a.Target().Name]
 						if lifecycle.IsHooked(cs.Spec.Lifecycle.InPlaceUpdate, p) {
 							t.Fatalf("step %d: updated %s in place while its inPlaceUpdate hook holds it", step, p.Name)
 						}
 						if !allowed(podfacts.State(p), pub.LifecycleStateUpdating) {
 							t.Fatalf("step %d: %s updated from %s", step, p.Name, podfacts.State(p))
 						}
-						if len(a.Writes) == 2 && rng.Intn(5) == 0 {
-							applyModelWrites(p, a.Writes[:1])
+						if len(writesOf(a)) == 2 && rng.Intn(5) == 0 {
+							applyModelWrites(p, writesOf(a)[:1])
 							continue // the controller stopped before the second write
 						}
-						applyModelWrites(p, a.Writes)
+						applyModelWrites(p, writesOf(a))
 					default:
-						applyModelWrites(pods[a.Pod.Name], a.Writes)
+						applyModelWrites(pods[a.Target().Name], writesOf(a))
 					}
 				}
 				for _, name := range sortedNames(pods) {
@@ -196,7 +197,7 @@ func TestLifecycleModel(t *testing.T) {
 					}
 					retried := false
 					for _, a := range plan.Actions {
-						retried = retried || (a.Type == UpdateInPlace && a.Pod.Name == p.Name)
+						retried = retried || (is[podlife.UpdateInPlace](a) && a.Target().Name == p.Name)
 					}
 					if !retried {
 						t.Fatalf("step %d: %s left NotReady through InPlaceUpdateReady in state %s", step, p.Name, podfacts.State(p))
@@ -213,7 +214,7 @@ func TestLifecycleModel(t *testing.T) {
 
 // applyModelWrites does to the model pod what the API server does with the
 // executor's rendering of writes.
-func applyModelWrites(p *corev1.Pod, writes []PodWrite) {
+func applyModelWrites(p *corev1.Pod, writes []podlife.PodWrite) {
 	for _, w := range writes {
 		for k, v := range w.Labels {
 			p.Labels[k] = v

@@ -10,9 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/disruption"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
@@ -73,7 +73,7 @@ const (
 type Plan struct {
 	// Phase says where the actions come from; only one phase acts per step.
 	Phase   Phase
-	Actions []Action
+	Actions []podlife.Action
 	// Diffs are those the phase acted on: the scaling view for the scale
 	// and refresh phases, the updating view for the update phase.
 	Diffs Diffs
@@ -144,16 +144,15 @@ func Compute(s Snapshot) (Plan, error) {
 
 // allowed drops the actions that would take a pod out of service when the
 // disruption check does not allow it now, recording them as held.
-func (p *Plan) allowed(s Snapshot, actions []Action) []Action {
+func (p *Plan) allowed(s Snapshot, actions []podlife.Action) []podlife.Action {
 	if s.Disruptions == nil {
 		return actions
 	}
 	kept := actions[:0:0]
 	for _, a := range actions {
-		kind, disrupts := disruptionOf(a)
-		if disrupts {
-			if ok, reason := s.Disruptions.Allow(a.Pod, kind); !ok {
-				p.Held = append(p.Held, Held{Pod: a.Pod, Reason: reason})
+		if d, ok := a.(podlife.Disrupter); ok && d.Disrupts() != "" {
+			if ok, reason := s.Disruptions.Allow(a.Target(), d.Disrupts()); !ok {
+				p.Held = append(p.Held, Held{Pod: a.Target(), Reason: reason})
 				continue
 			}
 		}
@@ -163,23 +162,6 @@ func (p *Plan) allowed(s Snapshot, actions []Action) []Action {
 		p.RequeueAfter = heldRetry
 	}
 	return kept
-}
-
-// disruptionOf says whether an action takes its pod out of service, and
-// how: deleting it or holding it for deletion, updating it in place or
-// holding it for that.
-func disruptionOf(a Action) (disruption.Kind, bool) {
-	switch {
-	case a.Type == DeletePod:
-		return disruption.Delete, true
-	case a.Type == SetState && a.State() == pub.LifecycleStatePreparingDelete:
-		return disruption.Delete, true
-	case a.Type == UpdateInPlace:
-		return disruption.InPlaceUpdate, true
-	case a.Type == SetState && a.State() == pub.LifecycleStatePreparingUpdate && podfacts.State(a.Pod) != pub.LifecycleStatePreparingUpdate:
-		return disruption.InPlaceUpdate, true
-	}
-	return "", false
 }
 
 // nextAvailability is when the next Ready pod passes minReadySeconds, or 0.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
@@ -318,7 +319,7 @@ func TestMarkPodNotReady(t *testing.T) {
 		if addsNotReady(a, pub.PodReadyKeyPreDeleteHook) {
 			reason = pub.PodReadyKeyPreDeleteHook
 		}
-		got = append(got, string(a.Type)+" "+a.Pod.Name+" "+reason)
+		got = append(got, a.Kind()+" "+a.Target().Name+" "+reason)
 	}
 	if want := []string{"SetState web-b preDeleteHook", "InitPodReady web-c "}; !slices.Equal(got, want) {
 		t.Errorf("actions %v, want %v; diffs %+v", got, want, p.Diffs)
@@ -354,10 +355,10 @@ func TestMarkPodNotReadyWithoutTheGateWarns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(p.Actions) != 1 || p.Actions[0].State() != pub.LifecycleStatePreparingDelete {
+		if len(p.Actions) != 1 || stateOf(p.Actions[0]) != pub.LifecycleStatePreparingDelete {
 			t.Fatalf("%s: actions %+v", tc.name, p.Actions)
 		}
-		w := p.Actions[0].Warnings
+		w := p.Actions[0].(podlife.SetState).Warnings
 		if len(w) != tc.want || (tc.want > 0 && w[0].Reason != "MarkPodNotReadyUnavailable") {
 			t.Errorf("%s: warnings %+v, want %d", tc.name, w, tc.want)
 		}
@@ -377,8 +378,8 @@ func TestRecreateHeldPodIsReplacedNotRevived(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Actions) != 1 || p.Actions[0].State() != pub.LifecycleStatePreparingDelete ||
-		p.Actions[0].Writes[0].Labels[appsv1alpha1.SpecifiedDeleteKey] != "true" {
+	if len(p.Actions) != 1 || stateOf(p.Actions[0]) != pub.LifecycleStatePreparingDelete ||
+		writesOf(p.Actions[0])[0].Labels[appsv1alpha1.SpecifiedDeleteKey] != "true" {
 		t.Fatalf("actions %v, want a held in PreparingDelete and marked specified-delete", names(p.Actions))
 	}
 	held := readyPod("a", oldRev, hold, inState(pub.LifecycleStatePreparingDelete), specifiedDelete)
@@ -387,7 +388,7 @@ func TestRecreateHeldPodIsReplacedNotRevived(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range p.Actions {
-		if a.Pod == held {
+		if a.Target() == held {
 			t.Fatalf("acted on the held pod: %v", names(p.Actions))
 		}
 	}
@@ -395,7 +396,7 @@ func TestRecreateHeldPodIsReplacedNotRevived(t *testing.T) {
 	// back up (OpenKruise's regret).
 	scaledIn := readyPod("a", newRev, hold, inState(pub.LifecycleStatePreparingDelete))
 	p, _ = Compute(snapshot(cs, scaledIn, readyPod("b", newRev, hold)))
-	if len(p.Actions) != 1 || p.Actions[0].State() != pub.LifecycleStatePreparingNormal {
+	if len(p.Actions) != 1 || stateOf(p.Actions[0]) != pub.LifecycleStatePreparingNormal {
 		t.Fatalf("a pod held by a scale-in: %v, want it revived", names(p.Actions))
 	}
 }

@@ -8,11 +8,13 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/disruption"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/pkg/lifecycle"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
-func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []Action {
+func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []podlife.Action {
 	cs, d := s.CloneSet, p.Diffs
 	if actions := revivePreparingDelete(s, podsToDelete); len(actions) > 0 {
 		return actions
@@ -26,14 +28,14 @@ func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []Action {
 	preDelete := lifecycleHook(cs, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreDelete })
 
 	// Pods held in PreparingDelete go as soon as their hook lets them.
-	var actions []Action
+	var actions []podlife.Action
 	var held, specified []*corev1.Pod
 	for _, pod := range s.Pods {
 		switch {
 		case podfacts.State(pod) == pub.LifecycleStatePreparingDelete:
 			held = append(held, pod)
 			if !lifecycle.IsHooked(preDelete, pod) {
-				actions = append(actions, Action{Type: DeletePod, Pod: pod, Reason: "its preDelete hook was released"})
+				actions = append(actions, podlife.DeletePod{Pod: pod, Claims: claimsOf(s, pod), Reason: "its preDelete hook was released"})
 			}
 		case IsSpecifiedDelete(pod, podsToDelete):
 			specified = append(specified, pod)
@@ -93,7 +95,7 @@ func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []Action {
 // someone asked to delete stay held. Nothing is revived when a hook marks
 // pods NotReady: the NotReady mark of a held pod is never lifted, so a
 // revived pod would stay NotReady (OpenKruise's rule, kept).
-func revivePreparingDelete(s Snapshot, podsToDelete map[string]bool) []Action {
+func revivePreparingDelete(s Snapshot, podsToDelete map[string]bool) []podlife.Action {
 	if MarksPodNotReady(s.CloneSet) {
 		return nil
 	}
@@ -109,7 +111,7 @@ func revivePreparingDelete(s Snapshot, podsToDelete map[string]bool) []Action {
 		}
 	}
 	missing := replicasOf(s.CloneSet) - (len(s.Pods) - leaving)
-	var actions []Action
+	var actions []podlife.Action
 	for _, pod := range held {
 		if missing <= 0 {
 			break
@@ -123,7 +125,7 @@ func revivePreparingDelete(s Snapshot, podsToDelete map[string]bool) []Action {
 
 // deleteOrHold deletes a pod, unless its preDelete hook holds it, in which
 // case it moves to PreparingDelete and waits there.
-func deleteOrHold(s Snapshot, preDelete *pub.LifecycleHook, pod *corev1.Pod, why string) Action {
+func deleteOrHold(s Snapshot, preDelete *pub.LifecycleHook, pod *corev1.Pod, why string) podlife.Action {
 	return deleteOrHoldAs(s, preDelete, pod, why, false)
 }
 
@@ -134,26 +136,26 @@ func deleteOrHold(s Snapshot, preDelete *pub.LifecycleHook, pod *corev1.Pod, why
 // where it matters: a pod held for replacement is never revived by a
 // scale-up (revivePreparingDelete), which would otherwise take it back to
 // PreparingNormal, re-register it and pick it again, round after round.
-func recreate(s Snapshot, preDelete *pub.LifecycleHook, pod *corev1.Pod, why string) Action {
+func recreate(s Snapshot, preDelete *pub.LifecycleHook, pod *corev1.Pod, why string) podlife.Action {
 	return deleteOrHoldAs(s, preDelete, pod, why, true)
 }
 
-func deleteOrHoldAs(s Snapshot, preDelete *pub.LifecycleHook, pod *corev1.Pod, why string, specified bool) Action {
+func deleteOrHoldAs(s Snapshot, preDelete *pub.LifecycleHook, pod *corev1.Pod, why string, specified bool) podlife.Action {
 	if lifecycle.IsHooked(preDelete, pod) {
-		t := transition{to: pub.LifecycleStatePreparingDelete, specifiedDelete: specified}
+		t := transition{to: pub.LifecycleStatePreparingDelete, specifiedDelete: specified, disrupts: disruption.Delete}
 		if preDelete.MarkPodNotReady {
 			t.addNotReady = pub.PodReadyKeyPreDeleteHook
 		}
 		return setState(s, pod, t, why+"; its preDelete hook holds it")
 	}
-	return Action{Type: DeletePod, Pod: pod, Reason: why}
+	return podlife.DeletePod{Pod: pod, Claims: claimsOf(s, pod), Reason: why}
 }
 
 // creates plans the missing pods: the first ScaleUpNumOldRevision of them at
 // the current revision, so partition holds, the rest at the update revision.
 // Instance ids of PVCs left by pods deleted out of band are reused first, so
 // a rebuilt pod gets its predecessor's name and volumes.
-func creates(s Snapshot, d Diffs) []Action {
+func creates(s Snapshot, d Diffs) []podlife.Action {
 	taken := map[string]bool{}
 	for _, pod := range s.Pods {
 		taken[pod.Labels[appsv1alpha1.CloneSetInstanceID]] = true
@@ -180,7 +182,7 @@ func creates(s Snapshot, d Diffs) []Action {
 	if s.CreateNormal && lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal }) == nil {
 		state = pub.LifecycleStateNormal
 	}
-	var actions []Action
+	var actions []podlife.Action
 	for i := 0; i < d.ScaleUpLimit; i++ {
 		var id string
 		if len(free) > 0 {
@@ -194,7 +196,7 @@ func creates(s Snapshot, d Diffs) []Action {
 		if i < d.ScaleUpNumOldRevision {
 			rev, why = s.CurrentRevision, "replicas is missing pods; partition keeps them at the current revision"
 		}
-		actions = append(actions, Action{Type: CreatePod, Create: &Creation{InstanceID: id, Revision: rev, State: state}, Reason: why})
+		actions = append(actions, podlife.CreatePod{InstanceID: id, Revision: rev, State: state, Reason: why})
 	}
 	return actions
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
@@ -76,25 +77,25 @@ func (w *world) step() Plan {
 		w.t.Fatalf("plan: %v", err)
 	}
 	for _, a := range plan.Actions {
-		switch a.Type {
-		case CreatePod:
+		switch c := a.(type) {
+		case podlife.CreatePod:
 			for _, p := range w.pods {
-				if p.Labels[appsv1alpha1.CloneSetInstanceID] == a.Create.InstanceID {
-					w.t.Fatalf("instance id %s created twice", a.Create.InstanceID)
+				if p.Labels[appsv1alpha1.CloneSetInstanceID] == c.InstanceID {
+					w.t.Fatalf("instance id %s created twice", c.InstanceID)
 				}
 			}
-			w.pods["web-"+a.Create.InstanceID] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-				Name: "web-" + a.Create.InstanceID, CreationTimestamp: metav1.NewTime(w.now),
+			w.pods["web-"+c.InstanceID] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+				Name: "web-" + c.InstanceID, CreationTimestamp: metav1.NewTime(w.now),
 				Labels: map[string]string{
-					appsv1alpha1.CloneSetInstanceID:       a.Create.InstanceID,
-					appsv1.ControllerRevisionHashLabelKey: a.Revision(),
-					pub.LifecycleStateKey:                 string(a.State()),
+					appsv1alpha1.CloneSetInstanceID:       c.InstanceID,
+					appsv1.ControllerRevisionHashLabelKey: revisionIn(a),
+					pub.LifecycleStateKey:                 string(stateOf(a)),
 				},
 			}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
-		case DeletePod:
-			delete(w.pods, a.Pod.Name)
-		case SetState:
-			w.pods[a.Pod.Name].Labels[pub.LifecycleStateKey] = string(a.State())
+		case podlife.DeletePod:
+			delete(w.pods, a.Target().Name)
+		case podlife.SetState:
+			w.pods[a.Target().Name].Labels[pub.LifecycleStateKey] = string(stateOf(a))
 		}
 	}
 	// The controller never takes more pods out of service than

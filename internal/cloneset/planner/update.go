@@ -7,6 +7,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/pkg/lifecycle"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
@@ -14,9 +15,9 @@ import (
 // refreshStates moves pods out of PreparingNormal: when every handler of the
 // preNormal hook is present, or, for pods created while a preNormal hook was
 // declared that has since been removed, once they are scheduled.
-func refreshStates(s Snapshot) ([]Action, error) {
+func refreshStates(s Snapshot) ([]podlife.Action, error) {
 	preNormal := lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal })
-	var actions []Action
+	var actions []podlife.Action
 	for _, pod := range s.Pods {
 		a, ok, err := refreshInPlace(s, pod)
 		if err != nil {
@@ -41,7 +42,7 @@ func refreshStates(s Snapshot) ([]Action, error) {
 
 // update picks the pods to move to the update revision now and marks them
 // for recreation.
-func update(s Snapshot, d Diffs) ([]Action, error) {
+func update(s Snapshot, d Diffs) ([]podlife.Action, error) {
 	cs := s.CloneSet
 	if cs.Spec.UpdateStrategy.Paused || d.UpdateNum <= 0 {
 		return nil, nil
@@ -67,7 +68,7 @@ func update(s Snapshot, d Diffs) ([]Action, error) {
 	// batch, which made its rollouts slower than a Deployment's; the budget
 	// check above is the same either way, so we delete at once.
 	preDelete := lifecycleHook(cs, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreDelete })
-	var actions []Action
+	var actions []podlife.Action
 	inPlace := cs.Spec.UpdateStrategy.Type == appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType ||
 		cs.Spec.UpdateStrategy.Type == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType
 	for _, pod := range picked {
@@ -82,7 +83,7 @@ func update(s Snapshot, d Diffs) ([]Action, error) {
 		if err != nil {
 			return actions, err
 		}
-		if a.Type != "" {
+		if a != nil {
 			actions = append(actions, a)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,70 +13,11 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/revision"
+	"github.com/lifeline-k8s/lifeline/internal/disruption"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/pkg/lifecycle"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
-
-// PodWrite is the whole target of one write to a pod: every label,
-// annotation, finalizer, image and condition it sets or removes, decided
-// here so that the executor only renders it (as a JSON patch guarded by the
-// pod's labels and finalizers, see podpatch) and sends it.
-type PodWrite struct {
-	Labels            map[string]string `json:"labels,omitempty"`
-	RemoveLabels      []string          `json:"removeLabels,omitempty"`
-	Annotations       map[string]string `json:"annotations,omitempty"`
-	RemoveAnnotations []string          `json:"removeAnnotations,omitempty"`
-	AddFinalizers     []string          `json:"addFinalizers,omitempty"`
-	// Images are new container images, by container name.
-	Images map[string]string `json:"images,omitempty"`
-	// Conditions are set whole: status, reason, message and transition
-	// time (kept by the render when the status does not change).
-	Conditions []corev1.PodCondition `json:"conditions,omitempty"`
-	// ExpectAnnotations are annotation values the write rests on beyond
-	// the labels and finalizers every write rests on: it fails, and the
-	// pod is planned again, if they changed meanwhile.
-	ExpectAnnotations map[string]string `json:"expectAnnotations,omitempty"`
-}
-
-// Condition returns the condition of type t the write sets.
-func (w PodWrite) Condition(t corev1.PodConditionType) (corev1.PodCondition, bool) {
-	i := slices.IndexFunc(w.Conditions, func(c corev1.PodCondition) bool { return c.Type == t })
-	if i < 0 {
-		return corev1.PodCondition{}, false
-	}
-	return w.Conditions[i], true
-}
-
-func (w *PodWrite) setCondition(c corev1.PodCondition) {
-	if i := slices.IndexFunc(w.Conditions, func(old corev1.PodCondition) bool { return old.Type == c.Type }); i >= 0 {
-		w.Conditions[i] = c
-		return
-	}
-	w.Conditions = append(w.Conditions, c)
-}
-
-func (w *PodWrite) setLabel(k, v string) {
-	if w.Labels == nil {
-		w.Labels = map[string]string{}
-	}
-	w.Labels[k] = v
-}
-
-func (w *PodWrite) setAnnotation(k, v string) {
-	if w.Annotations == nil {
-		w.Annotations = map[string]string{}
-	}
-	w.Annotations[k] = v
-}
-
-// Creation is the pod a CreatePod action makes.
-type Creation struct {
-	InstanceID string
-	// Revision is the revision whose template the pod is made from.
-	Revision string
-	// State is the lifecycle state the pod starts in.
-	State pub.LifecycleStateType
-}
 
 // transition is a lifecycle state change as a rule decides it, before
 // setState writes it out in full.
@@ -95,6 +35,9 @@ type transition struct {
 	// specifiedDelete marks the pod apps.kruise.io/specified-delete, so
 	// that it is replaced, never revived.
 	specifiedDelete bool
+	// disrupts is set when the move holds the pod for a disruption, which
+	// the disruption check must allow first.
+	disrupts disruption.Kind
 }
 
 // setState is the action that makes transition t of pod, written out in
@@ -102,17 +45,17 @@ type transition struct {
 // KruisePodReady reasons, and in the same write any readiness-gate
 // condition the pod still lacks or was left False by an in-place update
 // that never started.
-func setState(s Snapshot, pod *corev1.Pod, t transition, reason string) Action {
-	a := Action{Type: SetState, Pod: pod, Reason: reason}
-	var w PodWrite
-	w.setLabel(pub.LifecycleStateKey, string(t.to))
-	w.setAnnotation(pub.LifecycleTimestampKey, timestamp(s.Now))
+func setState(s Snapshot, pod *corev1.Pod, t transition, reason string) podlife.Action {
+	a := podlife.SetState{Pod: pod, From: podfacts.State(pod), To: t.to, Disruption: t.disrupts, Reason: reason}
+	var w podlife.PodWrite
+	w.SetLabel(pub.LifecycleStateKey, string(t.to))
+	w.SetAnnotation(pub.LifecycleTimestampKey, timestamp(s.Now))
 	if t.specifiedDelete {
-		w.setLabel(appsv1alpha1.SpecifiedDeleteKey, "true")
+		w.SetLabel(appsv1alpha1.SpecifiedDeleteKey, "true")
 	}
 	if h := t.readd; h != nil {
 		for k, v := range h.LabelsHandler {
-			w.setLabel(k, v)
+			w.SetLabel(k, v)
 		}
 		for _, f := range h.FinalizersHandler {
 			if !slices.Contains(pod.Finalizers, f) {
@@ -121,34 +64,34 @@ func setState(s Snapshot, pod *corev1.Pod, t transition, reason string) Action {
 		}
 	}
 	for _, c := range missingGateConditions(pod) {
-		w.setCondition(trueCondition(c, s.Now))
+		w.SetCondition(trueCondition(c, s.Now))
 	}
 	if (t.inPlaceDone || strandedNotReady(pod)) && podfacts.HasReadinessGate(pod, pub.InPlaceUpdateReady) {
-		w.setCondition(trueCondition(pub.InPlaceUpdateReady, s.Now))
+		w.SetCondition(trueCondition(pub.InPlaceUpdateReady, s.Now))
 	}
 	if t.addNotReady != "" && !podfacts.HasReadinessGate(pod, pub.KruisePodReadyConditionType) {
 		// Readiness gates are fixed at creation: a pod made before
 		// markPodNotReady was set cannot be made NotReady. Say so where
 		// the hook holds it, rather than leave it serving silently.
-		a.Warnings = append(a.Warnings, Warning{Reason: "MarkPodNotReadyUnavailable", Message: fmt.Sprintf(
+		a.Warnings = append(a.Warnings, podlife.Warning{Reason: "MarkPodNotReadyUnavailable", Message: fmt.Sprintf(
 			"pod %s stays Ready in %s: it has no %s readiness gate (created before markPodNotReady was set); recreate it to get one",
 			pod.Name, t.to, pub.KruisePodReadyConditionType)})
 	}
 	if c, changed := kruisePodReady(pod, t.liftNotReady, t.addNotReady, s.Now); changed {
-		w.setCondition(c)
+		w.SetCondition(c)
 	}
-	a.Writes = []PodWrite{w}
+	a.Writes = []podlife.PodWrite{w}
 	return a
 }
 
 // initPodReady is the action that sets a pod's readiness-gate conditions
 // of types True.
-func initPodReady(s Snapshot, pod *corev1.Pod, types []corev1.PodConditionType, reason string) Action {
-	var w PodWrite
+func initPodReady(s Snapshot, pod *corev1.Pod, types []corev1.PodConditionType, reason string) podlife.Action {
+	var w podlife.PodWrite
 	for _, t := range types {
-		w.setCondition(trueCondition(t, s.Now))
+		w.SetCondition(trueCondition(t, s.Now))
 	}
-	return Action{Type: InitPodReady, Pod: pod, Writes: []PodWrite{w}, Reason: reason}
+	return podlife.InitPodReady{Pod: pod, Conditions: types, Writes: []podlife.PodWrite{w}, Reason: reason}
 }
 
 func trueCondition(t corev1.PodConditionType, now time.Time) corev1.PodCondition {
@@ -201,10 +144,10 @@ func kruisePodReady(pod *corev1.Pod, lift, add string, now time.Time) (cond core
 // the template's labels and annotations, the revision labels, the state
 // Updating and the in-place update record against which completion is
 // judged.
-func inPlaceWrites(s Snapshot, pod *corev1.Pod, rev string, change *InPlaceChange) ([]PodWrite, error) {
-	var writes []PodWrite
+func inPlaceWrites(s Snapshot, pod *corev1.Pod, rev string, change *InPlaceChange) ([]podlife.PodWrite, error) {
+	var writes []podlife.PodWrite
 	if podfacts.HasReadinessGate(pod, pub.InPlaceUpdateReady) {
-		writes = append(writes, PodWrite{Conditions: []corev1.PodCondition{{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse,
+		writes = append(writes, podlife.PodWrite{Conditions: []corev1.PodCondition{{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse,
 			Reason: "StartInPlaceUpdate", LastTransitionTime: metav1.NewTime(s.Now)}}})
 	}
 	batch := batchOf(pod, change.Images)
@@ -221,29 +164,29 @@ func inPlaceWrites(s Snapshot, pod *corev1.Pod, rev string, change *InPlaceChang
 	if err != nil {
 		return nil, err
 	}
-	w := PodWrite{RemoveLabels: change.RemovedLabels}
+	w := podlife.PodWrite{RemoveLabels: change.RemovedLabels}
 	for k, v := range change.Labels {
-		w.setLabel(k, v)
+		w.SetLabel(k, v)
 	}
-	w.setLabel(appsv1.ControllerRevisionHashLabelKey, rev)
-	w.setLabel(appsv1.DefaultDeploymentUniqueLabelKey, revision.ShortHash(rev))
-	w.setLabel(pub.LifecycleStateKey, string(pub.LifecycleStateUpdating))
+	w.SetLabel(appsv1.ControllerRevisionHashLabelKey, rev)
+	w.SetLabel(appsv1.DefaultDeploymentUniqueLabelKey, revision.ShortHash(rev))
+	w.SetLabel(pub.LifecycleStateKey, string(pub.LifecycleStateUpdating))
 	for k, v := range change.Annotations {
-		w.setAnnotation(k, v)
+		w.SetAnnotation(k, v)
 	}
 	w.RemoveAnnotations = slices.Clone(change.RemovedAnnotations)
 	if _, ok := pod.Annotations[pub.InPlaceUpdateStateKeyLegacy]; ok {
 		w.RemoveAnnotations = append(w.RemoveAnnotations, pub.InPlaceUpdateStateKeyLegacy)
 	}
-	w.setAnnotation(pub.LifecycleTimestampKey, timestamp(s.Now))
-	w.setAnnotation(pub.InPlaceUpdateStateKey, string(state))
+	w.SetAnnotation(pub.LifecycleTimestampKey, timestamp(s.Now))
+	w.SetAnnotation(pub.InPlaceUpdateStateKey, string(state))
 	if change.GraceSeconds > 0 {
 		// NotReady now, new images once the grace period is over.
 		grace, err := json.Marshal(podfacts.GraceSpec{Revision: rev, ContainerImages: change.Images, GraceSeconds: change.GraceSeconds})
 		if err != nil {
 			return nil, err
 		}
-		w.setAnnotation(pub.InPlaceUpdateGraceKey, string(grace))
+		w.SetAnnotation(pub.InPlaceUpdateGraceKey, string(grace))
 	} else {
 		w.Images = change.Images
 	}
@@ -253,7 +196,7 @@ func inPlaceWrites(s Snapshot, pod *corev1.Pod, rev string, change *InPlaceChang
 // nextBatchWrite applies the next container batch of an in-place update
 // and records it in the update state; it rests on that state being what
 // it rewrites.
-func nextBatchWrite(s Snapshot, pod *corev1.Pod, st *pub.InPlaceUpdateState, change *InPlaceChange) (PodWrite, error) {
+func nextBatchWrite(s Snapshot, pod *corev1.Pod, st *pub.InPlaceUpdateState, change *InPlaceChange) (podlife.PodWrite, error) {
 	old := pod.Annotations[pub.InPlaceUpdateStateKey]
 	st = st.DeepCopy()
 	batch := batchOf(pod, change.Images)
@@ -265,9 +208,9 @@ func nextBatchWrite(s Snapshot, pod *corev1.Pod, st *pub.InPlaceUpdateState, cha
 	st.ContainerBatchesRecord = append(st.ContainerBatchesRecord, pub.InPlaceUpdateContainerBatch{Timestamp: metav1.NewTime(s.Now), Containers: batch})
 	data, err := json.Marshal(st)
 	if err != nil {
-		return PodWrite{}, err
+		return podlife.PodWrite{}, err
 	}
-	return PodWrite{
+	return podlife.PodWrite{
 		Images:            change.Images,
 		Annotations:       map[string]string{pub.InPlaceUpdateStateKey: string(data)},
 		ExpectAnnotations: map[string]string{pub.InPlaceUpdateStateKey: old},
@@ -276,8 +219,8 @@ func nextBatchWrite(s Snapshot, pod *corev1.Pod, st *pub.InPlaceUpdateState, cha
 
 // finishGraceWrite applies the images held back for an in-place update's
 // grace period.
-func finishGraceWrite(pod *corev1.Pod) PodWrite {
-	return PodWrite{Images: podfacts.Grace(pod).ContainerImages, RemoveAnnotations: []string{pub.InPlaceUpdateGraceKey}}
+func finishGraceWrite(pod *corev1.Pod) podlife.PodWrite {
+	return podlife.PodWrite{Images: podfacts.Grace(pod).ContainerImages, RemoveAnnotations: []string{pub.InPlaceUpdateGraceKey}}
 }
 
 // batchOf names the pod's containers whose images change, in the pod's
@@ -306,17 +249,4 @@ func lastImageIDs(pod *corev1.Pod, batch []string, known map[string]pub.InPlaceU
 		}
 	}
 	return out
-}
-
-// ImageNames are the containers whose images the action's writes change,
-// sorted.
-func (a Action) ImageNames() []string {
-	var names []string
-	for _, w := range a.Writes {
-		for name := range w.Images {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	return names
 }

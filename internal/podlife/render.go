@@ -1,4 +1,4 @@
-package controller
+package podlife
 
 import (
 	"maps"
@@ -6,16 +6,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 	"github.com/lifeline-k8s/lifeline/pkg/podpatch"
 )
 
-// render turns a planned write into the JSON patch that makes it, guarded
+// Render turns a planned write into the JSON patch that makes it, guarded
 // by the labels and finalizers the plan saw (and by any annotation the
 // write says it rests on). It decides nothing: everything it writes is in
 // w. Map entries go in key order, so the same write renders the same
 // patch.
-func render(pod *corev1.Pod, w planner.PodWrite) *podpatch.Patch {
+func (w PodWrite) Render(pod *corev1.Pod) *podpatch.Patch {
 	p := podpatch.New(pod, true)
 	for _, k := range slices.Sorted(maps.Keys(w.ExpectAnnotations)) {
 		p.Test(podpatch.Pointer("metadata", "annotations", k), w.ExpectAnnotations[k])
