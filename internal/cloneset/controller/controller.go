@@ -23,6 +23,7 @@ import (
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/internal/requeue"
 )
 
@@ -149,9 +150,9 @@ func (r *Reconciler) tidy(ctx context.Context, c *cycle) (time.Duration, error) 
 	if err := r.truncateHistory(ctx, c.cs, c.revs, c.snap.Pods); err != nil {
 		return 0, err
 	}
-	stuck, next := planner.WaitingOnHooks(c.snap.Pods, r.Options.HookWaitWarning, c.snap.Now)
+	stuck, next := podlife.WaitingOnHooks(c.snap.Pods, r.Options.HookWaitWarning, c.snap.Now)
 	if len(stuck) > 0 {
-		r.Recorder.Eventf(c.cs, nil, corev1.EventTypeWarning, "LifecycleHookWaiting", "Wait", "%s", planner.StuckMessage(stuck, r.Options.HookWaitWarning))
+		r.Recorder.Eventf(c.cs, nil, corev1.EventTypeWarning, "LifecycleHookWaiting", "Wait", "%s", podlife.StuckMessage(stuck, r.Options.HookWaitWarning))
 	}
 	if next > 0 {
 		next += time.Second

@@ -12,7 +12,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
-	"github.com/lifeline-k8s/lifeline/internal/cloneset/revision"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 )
 
 var cloneSetKind = appsv1alpha1.GroupVersion.WithKind("CloneSet")
@@ -62,7 +62,7 @@ func newPod(cs *appsv1alpha1.CloneSet, cr *appsv1.ControllerRevision, id string,
 	}
 	pod.Labels[appsv1alpha1.CloneSetInstanceID] = id
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = cr.Name
-	pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = revision.ShortHash(cr.Name)
+	pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = podlife.ShortHash(cr.Name)
 	pod.Labels[pub.LifecycleStateKey] = string(state)
 	pod.Annotations[pub.LifecycleTimestampKey] = now.Format(time.RFC3339)
 	if planner.UpdatesInPlace(cs) {

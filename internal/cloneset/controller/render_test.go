@@ -155,7 +155,7 @@ func goldenTemplate(main, side string, labels map[string]string, priorities map[
 	container := func(name, image string) corev1.Container {
 		c := corev1.Container{Name: name, Image: image}
 		if p, ok := priorities[name]; ok {
-			c.Env = []corev1.EnvVar{{Name: planner.ContainerPriorityEnv, Value: p}}
+			c.Env = []corev1.EnvVar{{Name: podlife.ContainerPriorityEnv, Value: p}}
 		}
 		return c
 	}

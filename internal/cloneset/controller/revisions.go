@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -124,11 +125,11 @@ func (r *Reconciler) truncateHistory(ctx context.Context, cs *appsv1alpha1.Clone
 	}
 	live := map[string]bool{revs.current.Name: true, revs.update.Name: true}
 	for _, pod := range pods {
-		live[revision.ShortHash(pod.Labels[appsv1.ControllerRevisionHashLabelKey])] = true
+		live[podlife.ShortHash(pod.Labels[appsv1.ControllerRevisionHashLabelKey])] = true
 	}
 	var dead []*appsv1.ControllerRevision
 	for _, cr := range revs.all {
-		if !live[cr.Name] && !live[revision.ShortHash(cr.Name)] {
+		if !live[cr.Name] && !live[podlife.ShortHash(cr.Name)] {
 			dead = append(dead, cr)
 		}
 	}

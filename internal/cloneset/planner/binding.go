@@ -6,6 +6,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
@@ -30,7 +31,7 @@ func BindingState(cs *appsv1alpha1.CloneSet, pod *corev1.Pod) (pub.LifecycleStat
 	if podfacts.State(pod) != pub.LifecycleStatePreparingNormal {
 		return "", false
 	}
-	if lifecycleHook(cs, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal }) != nil {
+	if (podlife.Life{Lifecycle: cs.Spec.Lifecycle}).Hook(podlife.PreNormalHook) != nil {
 		return "", false // the hook's handlers release it, scheduled or not
 	}
 	return pub.LifecycleStateNormal, true

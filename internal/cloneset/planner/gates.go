@@ -1,12 +1,8 @@
 package planner
 
 import (
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
-	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 // UpdatesInPlace reports whether the CloneSet's strategy may update pods in
@@ -20,81 +16,14 @@ func UpdatesInPlace(cs *appsv1alpha1.CloneSet) bool {
 }
 
 // MarksPodNotReady reports whether a hook of the CloneSet may make its pods
-// NotReady, in which case its pods get the KruisePodReady readiness gate.
-//
-// OpenKruise's pod webhook gives every pod of a Kruise workload the gate,
-// which costs every new pod a status write (the condition set True) before
-// it can be Ready. We give it only to pods whose CloneSet can use it; a
-// CloneSet that turns markPodNotReady on later has it on its new pods.
+// NotReady, in which case its pods get the KruisePodReady readiness gate
+// (see podlife.MarksPodNotReady).
 func MarksPodNotReady(cs *appsv1alpha1.CloneSet) bool {
-	l := cs.Spec.Lifecycle
-	return l != nil && ((l.PreDelete != nil && l.PreDelete.MarkPodNotReady) || (l.InPlaceUpdate != nil && l.InPlaceUpdate.MarkPodNotReady))
+	return podlife.MarksPodNotReady(cs.Spec.Lifecycle)
 }
 
-// withInitPodReady adds to actions the setting True of readiness-gate
-// conditions that should be True and are not: KruisePodReady and
-// InPlaceUpdateReady on pods that carry the gate but not the condition yet,
-// and InPlaceUpdateReady left False by an in-place update that never
-// started (the controller stopped between the condition and the images, and
-// the pod was not picked again, say after a rollback). Pods the actions
-// already touch are left out: a plan's actions must not race on one pod.
+// withInitPodReady adds the readiness-gate conditions the CloneSet's pods
+// lack to a plan's actions (see podlife.Life.WithInitPodReady).
 func withInitPodReady(s Snapshot, actions []podlife.Action) []podlife.Action {
-	touched := map[*corev1.Pod]bool{}
-	for _, a := range actions {
-		// A state change repairs and initialises in its own write (see
-		// setState).
-		touched[a.Target()] = true
-	}
-	preNormal := lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal })
-	for _, pod := range s.Pods {
-		if touched[pod] {
-			continue
-		}
-		set := missingGateConditions(pod)
-		reason := "a new pod's readiness gates"
-		if len(set) > 0 && preNormal == nil && podfacts.State(pod) == pub.LifecycleStatePreparingNormal && pod.Spec.NodeName == "" {
-			// It cannot be Ready before it runs, and the write that
-			// makes it Normal once scheduled carries the conditions.
-			set = nil
-		}
-		if strandedNotReady(pod) {
-			set = append(set, pub.InPlaceUpdateReady)
-			reason = "an in-place update that never started left it NotReady"
-		}
-		if len(set) > 0 {
-			actions = append(actions, initPodReady(s, pod, set, reason))
-		}
-	}
-	return actions
-}
-
-// missingGateConditions are the readiness gates of ours on the pod whose
-// condition it does not have yet: set True once the pod may become Ready.
-func missingGateConditions(pod *corev1.Pod) []corev1.PodConditionType {
-	var missing []corev1.PodConditionType
-	for _, g := range pod.Spec.ReadinessGates {
-		if g.ConditionType != pub.KruisePodReadyConditionType && g.ConditionType != pub.InPlaceUpdateReady {
-			continue
-		}
-		if _, found := conditionStatus(pod, g.ConditionType); !found {
-			missing = append(missing, g.ConditionType)
-		}
-	}
-	return missing
-}
-
-// strandedNotReady reports whether pod's InPlaceUpdateReady condition is
-// False though no in-place update of it is under way.
-func strandedNotReady(pod *corev1.Pod) bool {
-	status, _ := conditionStatus(pod, pub.InPlaceUpdateReady)
-	return status == corev1.ConditionFalse && podfacts.State(pod) != pub.LifecycleStateUpdating && podfacts.Grace(pod) == nil && pod.DeletionTimestamp == nil
-}
-
-func conditionStatus(pod *corev1.Pod, t corev1.PodConditionType) (corev1.ConditionStatus, bool) {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == t {
-			return c.Status, true
-		}
-	}
-	return "", false
+	return life(s).WithInitPodReady(s.Pods, actions)
 }

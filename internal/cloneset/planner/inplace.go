@@ -2,310 +2,49 @@ package planner
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"strconv"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/disruption"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
-	"github.com/lifeline-k8s/lifeline/pkg/lifecycle"
-	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
-// InPlaceChange is what an in-place update changes: container images, by
-// container name, and the template labels and annotations that differ
-// between the two revisions. Only differences are applied, so a label the
-// pod's own operators changed (a hook handler, say) is left as they set it.
-type InPlaceChange struct {
-	Images      map[string]string
-	Labels      map[string]string
-	Annotations map[string]string
-	// RemovedLabels and RemovedAnnotations are keys the new template no
-	// longer has.
-	RemovedLabels, RemovedAnnotations []string
-	// NextImages are the images of containers of lower priority, left for
-	// later batches (see ContainerPriorityEnv).
-	NextImages map[string]string
-	// GraceSeconds, when positive, is how long the pod stays NotReady
-	// before its images change (inPlaceUpdateStrategy.gracePeriodSeconds):
-	// the images wait in the grace annotation meanwhile.
-	GraceSeconds int32
-}
-
-// CanUpdateInPlace reports the change from one template to the next if it
-// can be made in place: the pod specs differ in container images only (same
-// containers, same order). Labels and annotations may change freely. Any
-// other difference needs a new pod.
-func CanUpdateInPlace(from, to *corev1.PodTemplateSpec) (*InPlaceChange, bool) {
-	if from == nil || to == nil || len(from.Spec.Containers) != len(to.Spec.Containers) {
-		return nil, false
-	}
-	change := &InPlaceChange{Images: map[string]string{}, Labels: map[string]string{}, Annotations: map[string]string{}}
-	for k, v := range to.Labels {
-		if old, ok := from.Labels[k]; !ok || old != v {
-			change.Labels[k] = v
-		}
-	}
-	for k, v := range to.Annotations {
-		if old, ok := from.Annotations[k]; !ok || old != v {
-			change.Annotations[k] = v
-		}
-	}
-	for k := range from.Labels {
-		if _, kept := to.Labels[k]; !kept {
-			change.RemovedLabels = append(change.RemovedLabels, k)
-		}
-	}
-	for k := range from.Annotations {
-		if _, kept := to.Annotations[k]; !kept {
-			change.RemovedAnnotations = append(change.RemovedAnnotations, k)
-		}
-	}
-	probe := from.Spec.DeepCopy()
-	for i := range probe.Containers {
-		if probe.Containers[i].Name != to.Spec.Containers[i].Name {
-			return nil, false
-		}
-		if probe.Containers[i].Image != to.Spec.Containers[i].Image {
-			change.Images[probe.Containers[i].Name] = to.Spec.Containers[i].Image
-			probe.Containers[i].Image = to.Spec.Containers[i].Image
-		}
-	}
-	if !apiequality.Semantic.DeepEqual(*probe, to.Spec) {
-		return nil, false
-	}
-	return change, true
-}
-
 // inPlaceUpdate decides what happens to a pod picked for update under an
-// in-place strategy: held in PreparingUpdate while its inPlaceUpdate hook
-// holds it, updated in place when the change allows, and otherwise
-// recreated (InPlaceIfPossible) or refused (InPlaceOnly).
+// in-place strategy: recreated (InPlaceIfPossible) or refused (InPlaceOnly)
+// when the change cannot be made in place or, with
+// RecreatePodsWhenVCTChanges, its claim templates changed; otherwise as the
+// pod's life has it (held by the inPlaceUpdate hook, or updated in place).
 func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (podlife.Action, error) {
 	cs := s.CloneSet
-	hook := lifecycleHook(cs, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.InPlaceUpdate })
+	inPlaceOnly := cs.Spec.UpdateStrategy.Type == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType
 	from := s.Templates[revisionOf(pod, s.Templates)]
-	change, ok := CanUpdateInPlace(from, s.Templates[s.UpdateRevision])
+	change, ok := podlife.CanUpdateInPlace(from, s.Templates[s.UpdateRevision])
 	if !ok {
-		if cs.Spec.UpdateStrategy.Type == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType {
+		if inPlaceOnly {
 			return nil, fmt.Errorf("find Pod %s update strategy is InPlaceOnly but can not update in-place", pod.Name)
 		}
 		return recreate(s, preDelete, pod, fmt.Sprintf("recreate for update to revision %s: the change cannot be made in place", s.UpdateRevision)), nil
 	}
-	if cs.Spec.UpdateStrategy.Type != appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType && claimTemplatesChanged(s, pod) {
+	if !inPlaceOnly && claimTemplatesChanged(s, pod) {
 		return recreate(s, preDelete, pod, fmt.Sprintf("recreate for update to revision %s: its volumeClaimTemplates changed", s.UpdateRevision)), nil
 	}
-	// OpenKruise updates a pod its preNormal hook still holds, and the
-	// pod then leaves Updating for Normal without its handler: serving
-	// before its operator registered it (reference §2.3, edge). We fix
-	// it: such a pod is left alone, by the inPlaceUpdate hook too, until
-	// it is released (recreating it, above, needs no registration).
-	if preNormal := lifecycleHook(cs, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal }); podfacts.State(pod) == pub.LifecycleStatePreparingNormal &&
-		preNormal != nil && !lifecycle.IsAllHooked(preNormal, pod) {
-		return nil, nil
+	u := podlife.InPlaceUpdate{Change: change, To: s.Templates[s.UpdateRevision], Revision: s.UpdateRevision, TakeBudget: s.Disruptions != nil}
+	if ips := cs.Spec.UpdateStrategy.InPlaceUpdateStrategy; ips != nil {
+		u.GraceSeconds = ips.GracePeriodSeconds
 	}
-	if podfacts.State(pod) == pub.LifecycleStateUpdated && hook != nil {
-		// A newer revision came while the pod waited in Updated for its
-		// handlers: put them back, so the operator sees a fresh
-		// PreparingUpdate and runs its hook for this update too.
-		t := transition{to: pub.LifecycleStatePreparingUpdate, readd: hook, disrupts: disruption.InPlaceUpdate}
-		if hook.MarkPodNotReady {
-			t.addNotReady = pub.PodReadyKeyPreUpdateHook
-		}
-		return setState(s, pod, t, "a newer revision arrived while it waited in Updated"), nil
-	}
-	switch podfacts.State(pod) {
-	case "", pub.LifecycleStateNormal, pub.LifecycleStatePreparingNormal, pub.LifecycleStatePreparingUpdate:
-	default:
-		// Mid-update or held elsewhere: not now. A pod still Updating
-		// to an older revision is picked again once that update is done
-		// (an operator that put its handlers back early must not send it
-		// to PreparingUpdate from Updating, which the state machine does
-		// not allow).
-		return nil, nil
-	}
-	if lifecycle.IsHooked(hook, pod) {
-		if podfacts.State(pod) == pub.LifecycleStatePreparingUpdate {
-			return nil, nil // still held
-		}
-		t := transition{to: pub.LifecycleStatePreparingUpdate, disrupts: disruption.InPlaceUpdate}
-		if hook.MarkPodNotReady {
-			t.addNotReady = pub.PodReadyKeyPreUpdateHook
-		}
-		return setState(s, pod, t, "picked for in-place update; its inPlaceUpdate hook holds it"), nil
-	}
-	if ips := cs.Spec.UpdateStrategy.InPlaceUpdateStrategy; ips != nil && ips.GracePeriodSeconds > 0 {
-		change.GraceSeconds = ips.GracePeriodSeconds
-	}
-	// Batches follow the new template's containers: the same names and
-	// env as the pod's, as only images differ.
-	change.Images, change.NextImages = splitBatch(s.Templates[s.UpdateRevision].Spec.Containers, change.Images)
-	writes, err := inPlaceWrites(s, pod, s.UpdateRevision, change)
-	if err != nil {
-		return nil, err
-	}
-	return podlife.UpdateInPlace{Pod: pod, Revision: s.UpdateRevision, TakeBudget: s.Disruptions != nil, Writes: writes,
-		Reason: fmt.Sprintf("in-place update to revision %s", s.UpdateRevision)}, nil
-}
-
-// ContainerPriorityEnv is the container env whose integer value orders an
-// in-place update into batches: higher first.
-const ContainerPriorityEnv = "KRUISE_CONTAINER_PRIORITY"
-
-// containerPriority is a container's KRUISE_CONTAINER_PRIORITY, 0 when it
-// has none or an unreadable one.
-func containerPriority(c corev1.Container) int {
-	for _, e := range c.Env {
-		if e.Name == ContainerPriorityEnv {
-			p, _ := strconv.Atoi(e.Value)
-			return p
-		}
-	}
-	return 0
-}
-
-// splitBatch divides the images an in-place update changes into the batch
-// to apply now, the changed containers of the highest priority, and the
-// rest, which wait for the next batch. A container without a priority
-// counts as 0, which is what OpenKruise's e2e shows (redis at 10 before an
-// nginx without one); the reference's wording ("plus all containers without
-// a priority") would put that nginx in the first batch and contradicts it.
-func splitBatch(containers []corev1.Container, images map[string]string) (now, next map[string]string) {
-	top, first := 0, true
-	for _, c := range containers {
-		if _, changed := images[c.Name]; changed && (first || containerPriority(c) > top) {
-			top, first = containerPriority(c), false
-		}
-	}
-	now = map[string]string{}
-	for _, c := range containers {
-		image, changed := images[c.Name]
-		switch {
-		case !changed:
-		case containerPriority(c) == top:
-			now[c.Name] = image
-		default:
-			if next == nil {
-				next = map[string]string{}
-			}
-			next[c.Name] = image
-		}
-	}
-	return now, next
-}
-
-// nextBatch reports the next batch of a pod's in-place update once it may
-// start: the previous batch runs its new images and its containers are
-// Ready (preCheckBeforeNext).
-func nextBatch(pod *corev1.Pod, st *pub.InPlaceUpdateState) (*InPlaceChange, bool) {
-	if st == nil || len(st.NextContainerImages) == 0 || !podfacts.ContainersUpdated(pod, st) {
-		return nil, false
-	}
-	if st.PreCheckBeforeNext != nil {
-		ready := map[string]bool{}
-		for _, cs := range pod.Status.ContainerStatuses {
-			ready[cs.Name] = cs.Ready
-		}
-		for _, name := range st.PreCheckBeforeNext.ContainersRequiredReady {
-			if !ready[name] {
-				return nil, false
-			}
-		}
-	}
-	now, next := splitBatch(pod.Spec.Containers, st.NextContainerImages)
-	return &InPlaceChange{Images: now, NextImages: next}, true
+	return life(s).UpdateInPlaceStep(pod, u)
 }
 
 // revisionOf finds the name of the revision a pod is at among the known
 // templates, matching full name or short hash.
 func revisionOf(pod *corev1.Pod, templates map[string]*corev1.PodTemplateSpec) string {
 	for name := range templates {
-		if IsUpdated(pod, name) {
+		if podlife.AtRevision(pod, name) {
 			return name
 		}
 	}
 	return ""
-}
-
-// refreshInPlace moves pods on once their in-place update is done: from
-// Updating to Updated while the inPlaceUpdate hook's handlers are not all
-// back, else to Normal; from Updated to Normal once they are. The
-// InPlaceUpdateReady condition goes back to True with the move out of
-// Updating.
-func refreshInPlace(s Snapshot, pod *corev1.Pod) (podlife.Action, bool, error) {
-	hook := lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.InPlaceUpdate })
-	waitForHook := s.CloneSet.Spec.Lifecycle != nil && hook != nil && !lifecycle.IsAllHooked(hook, pod)
-	switch podfacts.State(pod) {
-	case pub.LifecycleStateUpdating:
-		if g := podfacts.Grace(pod); g != nil {
-			st := podfacts.InPlaceUpdateState(pod)
-			if st == nil || !s.Now.Before(st.UpdateTimestamp.Add(time.Duration(g.GraceSeconds)*time.Second)) {
-				return podlife.FinishGrace{Pod: pod, Writes: []podlife.PodWrite{finishGraceWrite(pod)}, Reason: "its grace period is over"}, true, nil
-			}
-			return nil, false, nil
-		}
-		st := podfacts.InPlaceUpdateState(pod)
-		if change, ok := nextBatch(pod, st); ok {
-			w, err := nextBatchWrite(s, pod, st, change)
-			if err != nil {
-				return nil, false, err
-			}
-			return podlife.UpdateNextBatch{Pod: pod, Containers: slices.Sorted(maps.Keys(change.Images)), Writes: []podlife.PodWrite{w},
-				Reason: "the previous container batch runs and is Ready"}, true, nil
-		}
-		if !podfacts.InPlaceUpdateDone(pod) {
-			return nil, false, nil
-		}
-		next := pub.LifecycleStateNormal
-		if waitForHook {
-			next = pub.LifecycleStateUpdated
-		}
-		// OpenKruise lifts preUpdateHook's NotReady only on the way to
-		// Updated, so a pod whose handlers were back before the update
-		// finished (Updating → Normal) stays NotReady for good. We lift it
-		// whichever way the pod leaves Updating.
-		return setState(s, pod, transition{to: next, inPlaceDone: true, liftNotReady: pub.PodReadyKeyPreUpdateHook},
-			"its in-place update is done"), true, nil
-	case pub.LifecycleStatePreparingUpdate:
-		// Rolled back while held: the pod is at the update revision again,
-		// so there is nothing left to update.
-		if !IsUpdated(pod, s.UpdateRevision) {
-			return nil, false, nil
-		}
-		next := pub.LifecycleStateNormal
-		if waitForHook {
-			next = pub.LifecycleStateUpdated
-		}
-		return setState(s, pod, transition{to: next, liftNotReady: pub.PodReadyKeyPreUpdateHook},
-			"the update it was held for was rolled back"), true, nil
-	case pub.LifecycleStateUpdated:
-		if waitForHook {
-			return nil, false, nil
-		}
-		return setState(s, pod, transition{to: pub.LifecycleStateNormal}, "every inPlaceUpdate handler is back"), true, nil
-	}
-	return nil, false, nil
-}
-
-// graceWait is how long until the next pending grace period ends, or 0.
-func graceWait(pods []*corev1.Pod, now time.Time) time.Duration {
-	var next time.Duration
-	for _, pod := range pods {
-		g, st := podfacts.Grace(pod), podfacts.InPlaceUpdateState(pod)
-		if g == nil || st == nil {
-			continue
-		}
-		if wait := st.UpdateTimestamp.Add(time.Duration(g.GraceSeconds) * time.Second).Sub(now); wait > 0 && (next == 0 || wait < next) {
-			next = wait
-		}
-	}
-	return next
 }
 
 // claimTemplatesChanged reports whether, with RecreatePodsWhenVCTChanges,

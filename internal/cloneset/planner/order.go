@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
@@ -274,7 +275,7 @@ func LimitUpdate(candidates, all []*corev1.Pod, updateNum, maxUnavailable int, t
 	for _, p := range all {
 		if !podfacts.IsAvailable(p, minReadySeconds, now) {
 			unavailable++
-			if IsUpdated(p, target) {
+			if podlife.AtRevision(p, target) {
 				targetUnavailable++
 			}
 		}

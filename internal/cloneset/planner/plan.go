@@ -117,7 +117,7 @@ func Compute(s Snapshot) (Plan, error) {
 	}
 	p := Plan{Diffs: diffs(ScalingView)}
 	p.RequeueAfter = nextAvailability(s.Pods, minReady, s.Now)
-	if g := graceWait(s.Pods, s.Now); g > 0 && (p.RequeueAfter == 0 || g < p.RequeueAfter) {
+	if g := podlife.GraceWait(s.Pods, s.Now); g > 0 && (p.RequeueAfter == 0 || g < p.RequeueAfter) {
 		p.RequeueAfter = g + time.Second/2 // past the second boundary the timestamps are cut to
 	}
 

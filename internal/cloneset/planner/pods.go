@@ -1,17 +1,10 @@
 package planner
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/cloneset/revision"
 )
-
-// IsUpdated reports whether the pod is at the named revision.
-func IsUpdated(pod *corev1.Pod, revisionName string) bool {
-	return revision.Matches(pod.Labels[appsv1.ControllerRevisionHashLabelKey], revisionName)
-}
 
 // IsSpecifiedDelete reports whether someone asked for the pod's deletion:
 // the specified-delete label, or its name in scaleStrategy.podsToDelete.

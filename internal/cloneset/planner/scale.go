@@ -25,7 +25,7 @@ func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []podlife.Action {
 			return creates(s, d)
 		}
 	}
-	preDelete := lifecycleHook(cs, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreDelete })
+	preDelete := life(s).Hook(podlife.PreDeleteHook)
 
 	// Pods held in PreparingDelete go as soon as their hook lets them.
 	var actions []podlife.Action
@@ -65,7 +65,7 @@ func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []podlife.Action {
 	if d.ScaleDownNum > 0 {
 		var old, updated []*corev1.Pod
 		for _, pod := range s.Pods {
-			if IsUpdated(pod, s.UpdateRevision) {
+			if podlife.AtRevision(pod, s.UpdateRevision) {
 				updated = append(updated, pod)
 			} else {
 				old = append(old, pod)
@@ -116,7 +116,7 @@ func revivePreparingDelete(s Snapshot, podsToDelete map[string]bool) []podlife.A
 		if missing <= 0 {
 			break
 		}
-		actions = append(actions, setState(s, pod, transition{to: pub.LifecycleStatePreparingNormal},
+		actions = append(actions, life(s).SetState(pod, podlife.Transition{To: pub.LifecycleStatePreparingNormal},
 			"replicas went up again while it was held for deletion"))
 		missing--
 	}
@@ -142,11 +142,11 @@ func recreate(s Snapshot, preDelete *pub.LifecycleHook, pod *corev1.Pod, why str
 
 func deleteOrHoldAs(s Snapshot, preDelete *pub.LifecycleHook, pod *corev1.Pod, why string, specified bool) podlife.Action {
 	if lifecycle.IsHooked(preDelete, pod) {
-		t := transition{to: pub.LifecycleStatePreparingDelete, specifiedDelete: specified, disrupts: disruption.Delete}
+		t := podlife.Transition{To: pub.LifecycleStatePreparingDelete, SpecifiedDelete: specified, Disrupts: disruption.Delete}
 		if preDelete.MarkPodNotReady {
-			t.addNotReady = pub.PodReadyKeyPreDeleteHook
+			t.AddNotReady = pub.PodReadyKeyPreDeleteHook
 		}
-		return setState(s, pod, t, why+"; its preDelete hook holds it")
+		return life(s).SetState(pod, t, why+"; its preDelete hook holds it")
 	}
 	return podlife.DeletePod{Pod: pod, Claims: claimsOf(s, pod), Reason: why}
 }
@@ -179,7 +179,7 @@ func creates(s Snapshot, d Diffs) []podlife.Action {
 	// the pod binding webhook makes part of the bind itself (see
 	// BindingState), so it costs no write of ours.
 	state := pub.LifecycleStatePreparingNormal
-	if s.CreateNormal && lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal }) == nil {
+	if s.CreateNormal && life(s).Hook(podlife.PreNormalHook) == nil {
 		state = pub.LifecycleStateNormal
 	}
 	var actions []podlife.Action

@@ -8,33 +8,24 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
-	"github.com/lifeline-k8s/lifeline/pkg/lifecycle"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
-// refreshStates moves pods out of PreparingNormal: when every handler of the
-// preNormal hook is present, or, for pods created while a preNormal hook was
-// declared that has since been removed, once they are scheduled.
+// refreshStates moves pods on once their in-place update is done, and out
+// of PreparingNormal (see podlife).
 func refreshStates(s Snapshot) ([]podlife.Action, error) {
-	preNormal := lifecycleHook(s.CloneSet, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreNormal })
+	l := life(s)
 	var actions []podlife.Action
 	for _, pod := range s.Pods {
-		a, ok, err := refreshInPlace(s, pod)
+		a, ok, err := l.RefreshInPlace(pod, s.UpdateRevision)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
+		if !ok {
+			a = l.RefreshPreparingNormal(pod)
+		}
+		if a != nil {
 			actions = append(actions, a)
-			continue
-		}
-		if podfacts.State(pod) != pub.LifecycleStatePreparingNormal {
-			continue
-		}
-		switch {
-		case preNormal == nil && pod.Spec.NodeName != "":
-			actions = append(actions, setState(s, pod, transition{to: pub.LifecycleStateNormal}, "it is scheduled"))
-		case preNormal != nil && lifecycle.IsAllHooked(preNormal, pod):
-			actions = append(actions, setState(s, pod, transition{to: pub.LifecycleStateNormal}, "every preNormal handler is present"))
 		}
 	}
 	return actions, nil
@@ -49,7 +40,7 @@ func update(s Snapshot, d Diffs) ([]podlife.Action, error) {
 	}
 	var candidates []*corev1.Pod
 	for _, pod := range s.Pods {
-		if !IsUpdated(pod, s.UpdateRevision) && podfacts.State(pod) != pub.LifecycleStatePreparingDelete {
+		if !podlife.AtRevision(pod, s.UpdateRevision) && podfacts.State(pod) != pub.LifecycleStatePreparingDelete {
 			candidates = append(candidates, pod)
 		}
 	}
@@ -67,7 +58,7 @@ func update(s Snapshot, d Diffs) ([]podlife.Action, error) {
 	// later reconcile. That costs a write per pod and a round trip per
 	// batch, which made its rollouts slower than a Deployment's; the budget
 	// check above is the same either way, so we delete at once.
-	preDelete := lifecycleHook(cs, func(l *pub.Lifecycle) *pub.LifecycleHook { return l.PreDelete })
+	preDelete := life(s).Hook(podlife.PreDeleteHook)
 	var actions []podlife.Action
 	inPlace := cs.Spec.UpdateStrategy.Type == appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType ||
 		cs.Spec.UpdateStrategy.Type == appsv1alpha1.InPlaceOnlyCloneSetUpdateStrategyType
@@ -90,9 +81,7 @@ func update(s Snapshot, d Diffs) ([]podlife.Action, error) {
 	return actions, nil
 }
 
-func lifecycleHook(cs *appsv1alpha1.CloneSet, pick func(*pub.Lifecycle) *pub.LifecycleHook) *pub.LifecycleHook {
-	if cs.Spec.Lifecycle == nil {
-		return nil
-	}
-	return pick(cs.Spec.Lifecycle)
+// life is the pod's life as this CloneSet has it.
+func life(s Snapshot) podlife.Life {
+	return podlife.Life{Lifecycle: s.CloneSet.Spec.Lifecycle, Now: s.Now}
 }

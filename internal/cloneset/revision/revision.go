@@ -88,24 +88,6 @@ func Name(csName, hash string) string {
 	return csName + "-" + hash
 }
 
-// ShortHash is the part of a revision name after its last dash: what the
-// pod-template-hash label holds, and what revisions are compared by, so a
-// pod labelled with either the full name or the short hash matches.
-func ShortHash(name string) string {
-	for i := len(name) - 1; i >= 0; i-- {
-		if name[i] == '-' {
-			return name[i+1:]
-		}
-	}
-	return name
-}
-
-// Matches reports whether a pod's controller-revision-hash label value names
-// the given revision, in its full or short form.
-func Matches(labelValue, revisionName string) bool {
-	return labelValue != "" && ShortHash(labelValue) == ShortHash(revisionName)
-}
-
 // HashLabel is the label Kubernetes' controller history, and so OpenKruise,
 // puts a revision's hash under.
 const HashLabel = "controller.kubernetes.io/hash"

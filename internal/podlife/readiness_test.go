@@ -1,4 +1,4 @@
-package planner
+package podlife
 
 import (
 	"testing"

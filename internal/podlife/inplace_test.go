@@ -1,0 +1,71 @@
+package podlife
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestCanUpdateInPlace(t *testing.T) {
+	if c, ok := CanUpdateInPlace(template("nginx:1"), template("nginx:2")); !ok || c.Images["main"] != "nginx:2" || len(c.Images) != 1 {
+		t.Errorf("image change: %+v %v", c, ok)
+	}
+	relabelled := template("nginx:1")
+	relabelled.Labels = map[string]string{"app": "web", "tier": "x"}
+	relabelled.Annotations = map[string]string{"a": "b"}
+	if c, ok := CanUpdateInPlace(template("nginx:1"), relabelled); !ok || c.Labels["tier"] != "x" || c.Annotations["a"] != "b" || len(c.Labels) != 1 {
+		t.Errorf("metadata change: %+v %v", c, ok)
+	}
+	if c, ok := CanUpdateInPlace(relabelled, template("nginx:1")); !ok || len(c.RemovedAnnotations) != 1 || len(c.RemovedLabels) != 1 {
+		t.Errorf("metadata removal: %+v %v", c, ok)
+	}
+	if _, ok := CanUpdateInPlace(template("nginx:1"), template("nginx:2", corev1.EnvVar{Name: "A", Value: "1"})); ok {
+		t.Error("an env change can be made in place")
+	}
+}
+
+func TestSplitBatch(t *testing.T) {
+	containers := []corev1.Container{prioritized("app", "a:1", "5"), prioritized("log", "l:1", ""), prioritized("proxy", "p:1", "10")}
+	all := map[string]string{"app": "a:2", "log": "l:2", "proxy": "p:2"}
+	for _, c := range []struct {
+		name      string
+		images    map[string]string
+		now, next []string
+	}{
+		{"highest priority first; none counts as 0", all, []string{"proxy"}, []string{"app", "log"}},
+		{"only what changed counts", map[string]string{"app": "a:2", "log": "l:2"}, []string{"app"}, []string{"log"}},
+		{"equal priorities together", map[string]string{"log": "l:2"}, []string{"log"}, nil},
+		{"one container", map[string]string{"app": "a:2"}, []string{"app"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			now, next := splitBatch(containers, c.images)
+			if got := slices.Sorted(maps.Keys(now)); !slices.Equal(got, c.now) {
+				t.Errorf("now %v, want %v", got, c.now)
+			}
+			if got := slices.Sorted(maps.Keys(next)); !slices.Equal(got, c.next) {
+				t.Errorf("next %v, want %v", got, c.next)
+			}
+		})
+	}
+	if now, next := splitBatch([]corev1.Container{prioritized("a", "a:1", "x"), prioritized("b", "b:1", "")}, map[string]string{"a": "a:2", "b": "b:2"}); next != nil || len(now) != 2 {
+		t.Error("an unreadable priority does not count as 0")
+	}
+}
+
+func template(image string, env ...corev1.EnvVar) *corev1.PodTemplateSpec {
+	return &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image, Env: env}, {Name: "side", Image: "envoy:1"}}},
+	}
+}
+
+func prioritized(name, image, priority string) corev1.Container {
+	c := corev1.Container{Name: name, Image: image}
+	if priority != "" {
+		c.Env = []corev1.EnvVar{{Name: ContainerPriorityEnv, Value: priority}}
+	}
+	return c
+}
