@@ -25,7 +25,7 @@ func (r *Reconciler) waitForCache(ctx context.Context, cs *appsv1alpha1.CloneSet
 		}
 		return pod.UID, err == nil, err
 	}
-	ok, waiting, expired, err := r.expectations.Satisfied(client.ObjectKeyFromObject(cs), all, lookup, now)
+	ok, waiting, expired, err := r.exec.Expectations.Satisfied(client.ObjectKeyFromObject(cs), all, lookup, now)
 	if err != nil {
 		return 0, err
 	}

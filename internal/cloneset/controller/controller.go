@@ -23,6 +23,7 @@ import (
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
+	"github.com/lifeline-k8s/lifeline/internal/podexec"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/internal/requeue"
 )
@@ -64,7 +65,7 @@ type Reconciler struct {
 	// takes its budget from; nil: no budgets.
 	Budgets *budgetadmission.Guard
 
-	expectations *expectations
+	exec *podexec.Executor
 	// parsed caches, per CloneSet, the pod template of each live revision
 	// by UID: revision data never changes, and parsing it on every
 	// reconcile is wasted work.
@@ -94,7 +95,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.Options.Workers == 0 {
 		r.Options.Workers = 3
 	}
-	r.expectations = newExpectations(r.Options.ExpectationTimeout)
+	r.exec = &podexec.Executor{
+		Client: r.Client, Recorder: r.Recorder, Clock: r.Clock, Budgets: r.Budgets, BudgetUser: budgetUser,
+		Expectations: podexec.NewExpectations(r.Options.ExpectationTimeout),
+		Metrics:      podexec.Metrics{Created: podsCreated, Deleted: podsDeleted, Failures: actionFailures, Stale: stalePatches, Durations: stateDuration},
+	}
 	owned := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1alpha1.CloneSet{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appsv1alpha1.CloneSet{}).
@@ -177,11 +182,11 @@ func (r *Reconciler) sync(ctx context.Context, cs *appsv1alpha1.CloneSet, snap p
 	}
 	var failures []error
 	stale := false
-	for _, err := range r.execute(ctx, cs, revs, plan.Actions) {
-		var se *staleError
+	for _, err := range r.exec.Execute(ctx, workload{cs: cs, revs: revs, r: r}, plan.Actions) {
+		var se *podexec.StaleError
 		if errors.As(err, &se) {
 			stale = true
-			log.FromContext(ctx).V(1).Info("pod changed since it was planned; planning again", "pod", se.pod, "reason", se.err.Error())
+			log.FromContext(ctx).V(1).Info("pod changed since it was planned; planning again", "pod", se.Pod, "reason", se.Err.Error())
 			continue
 		}
 		failures = append(failures, err)

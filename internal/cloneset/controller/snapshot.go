@@ -38,7 +38,7 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	cs := &appsv1alpha1.CloneSet{}
 	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.expectations.Forget(req.NamespacedName)
+			r.exec.Expectations.Forget(req.NamespacedName)
 			r.parsed.Delete(req.NamespacedName)
 			deleteGauges(req.Namespace, req.Name)
 		}

@@ -1,4 +1,4 @@
-package controller
+package podexec
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 )
 
-// expectations remember what this controller did that its informer cache
+// Expectations remember what a controller did that its informer cache
 // has not shown yet: pods it created, deleted or patched. A reconcile that
 // planned from a cache missing its own writes would create or delete twice,
 // so the controller plans only once every expectation is met.
@@ -19,7 +19,7 @@ import (
 // Expectations are checked against the pods the cache holds, not counted
 // from events, so they never drift, and a restarted controller, whose cache
 // is fresh, needs none.
-type expectations struct {
+type Expectations struct {
 	mu      sync.Mutex
 	timeout time.Duration
 	byOwner map[types.NamespacedName]map[string]expectation
@@ -46,11 +46,11 @@ type expectation struct {
 // PodLookup reads a pod around the cache: its UID, or found=false.
 type PodLookup func(name string) (uid types.UID, found bool, err error)
 
-func newExpectations(timeout time.Duration) *expectations {
-	return &expectations{timeout: timeout, byOwner: map[types.NamespacedName]map[string]expectation{}}
+func NewExpectations(timeout time.Duration) *Expectations {
+	return &Expectations{timeout: timeout, byOwner: map[types.NamespacedName]map[string]expectation{}}
 }
 
-func (e *expectations) expect(owner types.NamespacedName, pod string, x expectation) {
+func (e *Expectations) expect(owner types.NamespacedName, pod string, x expectation) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.byOwner[owner] == nil {
@@ -60,23 +60,23 @@ func (e *expectations) expect(owner types.NamespacedName, pod string, x expectat
 }
 
 // ExpectCreated records that pod was created with uid.
-func (e *expectations) ExpectCreated(owner types.NamespacedName, pod string, uid types.UID, now time.Time) {
+func (e *Expectations) ExpectCreated(owner types.NamespacedName, pod string, uid types.UID, now time.Time) {
 	e.expect(owner, pod, expectation{kind: expectCreated, uid: uid, since: now})
 }
 
 // ExpectDeleted records that pod was deleted.
-func (e *expectations) ExpectDeleted(owner types.NamespacedName, pod string, now time.Time) {
+func (e *Expectations) ExpectDeleted(owner types.NamespacedName, pod string, now time.Time) {
 	e.expect(owner, pod, expectation{kind: expectDeleted, since: now})
 }
 
 // ExpectChanged records that pod, at resourceVersion before, was written,
 // producing resourceVersion written.
-func (e *expectations) ExpectChanged(owner types.NamespacedName, pod, before, written string, now time.Time) {
+func (e *Expectations) ExpectChanged(owner types.NamespacedName, pod, before, written string, now time.Time) {
 	e.expect(owner, pod, expectation{kind: expectChanged, before: before, written: written, since: now})
 }
 
 // Forget drops every expectation of owner, e.g. when it is deleted.
-func (e *expectations) Forget(owner types.NamespacedName) {
+func (e *Expectations) Forget(owner types.NamespacedName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.byOwner, owner)
@@ -94,7 +94,7 @@ func (e *expectations) Forget(owner types.NamespacedName) {
 // worker of every CloneSet shares it. One owner is checked by one worker at
 // a time (the workqueue never hands a key to two), so its expectations
 // cannot change between the check and the lookups but by a Forget.
-func (e *expectations) Satisfied(owner types.NamespacedName, cached []*corev1.Pod, lookup PodLookup, now time.Time) (ok bool, waiting string, expired int, err error) {
+func (e *Expectations) Satisfied(owner types.NamespacedName, cached []*corev1.Pod, lookup PodLookup, now time.Time) (ok bool, waiting string, expired int, err error) {
 	byName := make(map[string]*corev1.Pod, len(cached))
 	for _, p := range cached {
 		byName[p.Name] = p
@@ -148,7 +148,7 @@ type unseenPod struct {
 // check drops owner's expectations the cached pods meet or that expired,
 // and returns the first one still awaited and the created pods the cache
 // does not show, by name. The caller holds the lock.
-func (e *expectations) check(owner types.NamespacedName, byName map[string]*corev1.Pod, now time.Time) (waiting string, expired int, unseen []unseenPod) {
+func (e *Expectations) check(owner types.NamespacedName, byName map[string]*corev1.Pod, now time.Time) (waiting string, expired int, unseen []unseenPod) {
 	pending := e.byOwner[owner]
 	for name, x := range pending {
 		pod, found := byName[name]

@@ -1,4 +1,4 @@
-package controller
+package podexec
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 )
 
 func TestStaleErrorNamesItsPod(t *testing.T) {
-	if !strings.Contains((&staleError{pod: "web-a", err: errors.New("test failed")}).Error(), "web-a") {
+	if !strings.Contains((&StaleError{Pod: "web-a", Err: errors.New("test failed")}).Error(), "web-a") {
 		t.Error("a stale error does not name its pod")
 	}
 }

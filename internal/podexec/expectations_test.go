@@ -1,4 +1,4 @@
-package controller
+package podexec
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 func TestExpectationsFollowTheCache(t *testing.T) {
 	owner := types.NamespacedName{Namespace: "ns", Name: "web"}
 	t0 := time.Now()
-	e := newExpectations(time.Minute)
+	e := NewExpectations(time.Minute)
 	pod := func(name, rv string, deleting bool) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
 		if deleting {
@@ -79,7 +79,7 @@ func TestExpectationsFollowTheCache(t *testing.T) {
 func TestExpectationsLookUpOnePodAtATime(t *testing.T) {
 	owner := types.NamespacedName{Namespace: "ns", Name: "web"}
 	t0 := time.Now()
-	e := newExpectations(time.Minute)
+	e := NewExpectations(time.Minute)
 	lookups := 0
 	lookup := func(string) (types.UID, bool, error) { lookups++; return "uid", true, nil }
 	for i := 0; i < 500; i++ {
@@ -115,7 +115,7 @@ func TestSeenWrite(t *testing.T) {
 func TestSlowLookupStallsNoOtherOwner(t *testing.T) {
 	slow, other := types.NamespacedName{Namespace: "ns", Name: "slow"}, types.NamespacedName{Namespace: "ns", Name: "other"}
 	now := time.Now()
-	e := newExpectations(time.Minute)
+	e := NewExpectations(time.Minute)
 	e.ExpectCreated(slow, "slow-a", "uid-a", now)
 	e.ExpectDeleted(other, "other-a", now)
 

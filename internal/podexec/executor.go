@@ -1,0 +1,256 @@
+// Package podexec carries out the actions a workload's planner returns
+// (internal/podlife): it renders and sends them, with expectations, and
+// decides nothing the plan did not. Every workload controller uses it.
+package podexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
+	"github.com/lifeline-k8s/lifeline/pkg/podpatch"
+)
+
+// Workload is what a plan is for, as the executor needs it: its object
+// (events are about it, expectations are kept under its key), and how it
+// makes the pods (and claims) a CreatePod asks for.
+type Workload interface {
+	Object() client.Object
+	NewPod(a podlife.CreatePod) (*corev1.Pod, []*corev1.PersistentVolumeClaim, error)
+}
+
+// Metrics are the counters a workload kind keeps, each labelled by the
+// workload's namespace and name (Failures also by the action, Durations by
+// the state left). A nil field is not counted.
+type Metrics struct {
+	Created, Deleted, Failures, Stale *prometheus.CounterVec
+	Durations                         *prometheus.HistogramVec
+}
+
+// Executor carries out plans.
+type Executor struct {
+	Client       client.Client
+	Recorder     events.EventRecorder
+	Clock        clock.Clock
+	Expectations *Expectations
+	Metrics      Metrics
+	// Budgets take the budget of an in-place update whose plan says so;
+	// nil: no budgets. BudgetUser is who their events and counters name.
+	Budgets    *budgetadmission.Guard
+	BudgetUser string
+}
+
+// Execute runs the actions concurrently. Creations go in slow-start batches
+// (1, 2, 4, ...) and stop at the first failing batch, so a quota or webhook
+// that rejects pods costs one failed request, not hundreds. A write refused
+// because its pod changed since it was planned comes back as a
+// *StaleError, which is no failure: the pod is planned again.
+func (e *Executor) Execute(ctx context.Context, w Workload, actions []podlife.Action) []error {
+	var creates, others []podlife.Action
+	for _, a := range actions {
+		if _, ok := a.(podlife.CreatePod); ok {
+			creates = append(creates, a)
+		} else {
+			others = append(others, a)
+		}
+	}
+	var errs []error
+	var mu sync.Mutex
+	run := func(batch []podlife.Action) int {
+		var wg sync.WaitGroup
+		failed := 0
+		for _, a := range batch {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := e.act(ctx, w, a); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					failed++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		return failed
+	}
+	for size := 1; len(creates) > 0; size *= 2 {
+		n := min(size, len(creates))
+		if run(creates[:n]) > 0 {
+			break
+		}
+		creates = creates[n:]
+	}
+	run(others)
+	return errs
+}
+
+func (e *Executor) act(ctx context.Context, w Workload, a podlife.Action) error {
+	var err error
+	switch a := a.(type) {
+	case podlife.CreatePod:
+		err = e.create(ctx, w, a)
+	case podlife.DeletePod:
+		err = e.delete(ctx, w, a)
+	case podlife.Writer:
+		err = e.write(ctx, w, a)
+	default:
+		err = fmt.Errorf("no executor for %s", a.Kind())
+	}
+	var stale *StaleError
+	if err != nil && !errors.As(err, &stale) {
+		count(e.Metrics.Failures, w, failureKind(a))
+	}
+	return err
+}
+
+func (e *Executor) create(ctx context.Context, w Workload, a podlife.CreatePod) error {
+	pod, claims, err := w.NewPod(a)
+	if err != nil {
+		return err
+	}
+	for _, pvc := range claims {
+		if err := e.Client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+			e.Recorder.Eventf(w.Object(), nil, corev1.EventTypeWarning, "FailedCreate", "Create", "failed to create pvc: %v", err)
+			return fmt.Errorf("creating pvc %s: %w", pvc.Name, err)
+		}
+	}
+	if err := e.Client.Create(ctx, pod); err != nil {
+		e.Recorder.Eventf(w.Object(), nil, corev1.EventTypeWarning, "FailedCreate", "Create", "failed to create pod: %v", err)
+		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
+	}
+	e.Expectations.ExpectCreated(client.ObjectKeyFromObject(w.Object()), pod.Name, pod.UID, e.Clock.Now())
+	count(e.Metrics.Created, w)
+	e.Recorder.Eventf(w.Object(), pod, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "succeed to create pod %s (%s)", pod.Name, a.Reason)
+	return nil
+}
+
+func (e *Executor) delete(ctx context.Context, w Workload, a podlife.DeletePod) error {
+	err := e.Client.Delete(ctx, a.Pod, client.Preconditions{UID: &a.Pod.UID})
+	if err != nil && !apierrors.IsNotFound(err) {
+		e.Recorder.Eventf(w.Object(), a.Pod, corev1.EventTypeWarning, "FailedDelete", "Delete", "failed to delete pod %s: %v", a.Pod.Name, err)
+		return fmt.Errorf("deleting pod %s: %w", a.Pod.Name, err)
+	}
+	e.Expectations.ExpectDeleted(client.ObjectKeyFromObject(w.Object()), a.Pod.Name, e.Clock.Now())
+	count(e.Metrics.Deleted, w)
+	e.Recorder.Eventf(w.Object(), a.Pod, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "succeed to delete pod %s (%s)", a.Pod.Name, a.Reason)
+	for _, pvc := range a.Claims {
+		if err := e.Client.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting pvc %s: %w", pvc.Name, err)
+		}
+	}
+	return nil
+}
+
+// write sends the action's writes in order, each rendered as a guarded
+// patch; one that fails stops the rest. An in-place update takes its
+// budget first when the plan says so.
+func (e *Executor) write(ctx context.Context, w Workload, a podlife.Writer) error {
+	pod := a.Target()
+	if u, ok := a.(podlife.UpdateInPlace); ok && u.TakeBudget && e.Budgets != nil {
+		v, err := e.Budgets.Take(ctx, budgetadmission.Request{Pod: pod, Op: policyv1alpha1.PubUpdateOperation, User: e.BudgetUser})
+		if err != nil {
+			return err
+		}
+		if !v.Allowed {
+			e.Recorder.Eventf(w.Object(), pod, corev1.EventTypeWarning, "DisruptionNotAllowed", "Update", "%s: %s", pod.Name, v.Reason)
+			return &StaleError{Pod: pod.Name, Err: fmt.Errorf("PodUnavailableBudget %s: %s", v.Refused.Name, v.Reason)}
+		}
+	}
+	for _, write := range a.PodWrites() {
+		if err := e.apply(ctx, w, write.Render(pod)); err != nil {
+			var stale *StaleError
+			if _, inPlace := a.(podlife.UpdateInPlace); inPlace && !errors.As(err, &stale) {
+				e.Recorder.Eventf(w.Object(), pod, corev1.EventTypeWarning, "FailedUpdatePodInPlace", "Update", "failed to update pod %s in-place: %v", pod.Name, err)
+			}
+			return err
+		}
+	}
+	e.recordWrite(w, a)
+	return nil
+}
+
+// apply sends p to the pod, or to its status subresource when it sets
+// conditions, and expects the cache to show the result.
+func (e *Executor) apply(ctx context.Context, w Workload, p *podpatch.Patch) error {
+	written, err := podpatch.Send(ctx, e.Client, p)
+	if err != nil {
+		if podpatch.IsStale(err) {
+			count(e.Metrics.Stale, w)
+			return &StaleError{Pod: p.Pod().Name, Err: err}
+		}
+		return fmt.Errorf("patching pod %s: %w", p.Pod().Name, err)
+	}
+	if written != nil {
+		e.Expectations.ExpectChanged(client.ObjectKeyFromObject(w.Object()), p.Pod().Name, p.Pod().ResourceVersion, written.ResourceVersion, e.Clock.Now())
+	}
+	return nil
+}
+
+// recordWrite says, in events and metrics, what a write action did.
+func (e *Executor) recordWrite(w Workload, a podlife.Writer) {
+	pod := a.Target()
+	switch a := a.(type) {
+	case podlife.SetState:
+		from := string(a.From)
+		if from == "" {
+			from = "(none)"
+		}
+		e.Recorder.Eventf(w.Object(), pod, corev1.EventTypeNormal, "LifecycleStateChanged", "SetState", "pod %s: %s → %s (%s)", pod.Name, from, a.To, a.Reason)
+		if since := podfacts.StateSince(pod); !since.IsZero() && a.From != "" && e.Metrics.Durations != nil {
+			e.Metrics.Durations.WithLabelValues(string(a.From)).Observe(e.Clock.Now().Sub(since).Seconds())
+		}
+	case podlife.UpdateNextBatch:
+		e.Recorder.Eventf(w.Object(), pod, corev1.EventTypeNormal, "InPlaceUpdateNextBatch", "Update", "pod %s: next in-place batch %v (%s)", pod.Name, a.Containers, a.Reason)
+	case podlife.UpdateInPlace:
+		e.Recorder.Eventf(w.Object(), pod, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "Update", "successfully update pod %s in-place(revision %s)", pod.Name, a.Revision)
+	}
+	for _, warning := range a.Warned() {
+		e.Recorder.Eventf(w.Object(), pod, corev1.EventTypeWarning, warning.Reason, a.Kind(), "%s", warning.Message)
+	}
+}
+
+// failureKind is the action label of a failed action in the failure metric.
+func failureKind(a podlife.Action) string {
+	switch a.(type) {
+	case podlife.CreatePod:
+		return "create"
+	case podlife.DeletePod:
+		return "delete"
+	case podlife.SetState, podlife.InitPodReady:
+		return "patch"
+	}
+	return "update"
+}
+
+func count(c *prometheus.CounterVec, w Workload, extra ...string) {
+	if c != nil {
+		c.WithLabelValues(append([]string{w.Object().GetNamespace(), w.Object().GetName()}, extra...)...).Inc()
+	}
+}
+
+// StaleError is a write refused because the pod changed since it was
+// planned (or a budget refused it at the last moment). It is not a
+// failure: the pod is planned again.
+type StaleError struct {
+	Pod string
+	Err error
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("pod %s changed since it was planned: %v", e.Pod, e.Err)
+}
+
+func (e *StaleError) Unwrap() error { return e.Err }
