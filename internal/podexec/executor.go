@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -106,6 +108,12 @@ func (e *Executor) act(ctx context.Context, w Workload, a podlife.Action) error 
 		err = e.delete(ctx, w, a)
 	case podlife.Writer:
 		err = e.write(ctx, w, a)
+	case podlife.ReleasePod:
+		err = e.release(ctx, w, a)
+	case podlife.HandOverClaim:
+		err = e.handOver(ctx, a)
+	case podlife.DeleteClaim:
+		err = e.deleteClaim(ctx, a)
 	default:
 		err = fmt.Errorf("no executor for %s", a.Kind())
 	}
@@ -150,6 +158,33 @@ func (e *Executor) delete(ctx context.Context, w Workload, a podlife.DeletePod) 
 		if err := e.Client.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting pvc %s: %w", pvc.Name, err)
 		}
+	}
+	return nil
+}
+
+// release removes the workload's owner reference from the pod, guarded by
+// the pod's UID.
+func (e *Executor) release(ctx context.Context, w Workload, a podlife.ReleasePod) error {
+	patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"$patch":"delete","uid":%q}],"uid":%q}}`, a.OwnerUID, a.Pod.UID)
+	err := e.Client.Patch(ctx, a.Pod, client.RawPatch(types.StrategicMergePatchType, []byte(patch)))
+	if err == nil {
+		e.Recorder.Eventf(w.Object(), a.Pod, corev1.EventTypeNormal, "ReleasedPod", "Release", "released pod %s, which no longer matches the selector", a.Pod.Name)
+	}
+	return client.IgnoreNotFound(err)
+}
+
+func (e *Executor) handOver(ctx context.Context, a podlife.HandOverClaim) error {
+	handed := a.Claim.DeepCopy()
+	handed.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: a.Pod.Name, UID: a.Pod.UID}}
+	if err := e.Client.Patch(ctx, handed, client.MergeFrom(a.Claim)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("handing pvc %s to pod %s: %w", a.Claim.Name, a.Pod.Name, err)
+	}
+	return nil
+}
+
+func (e *Executor) deleteClaim(ctx context.Context, a podlife.DeleteClaim) error {
+	if err := e.Client.Delete(ctx, a.Claim, client.Preconditions{UID: &a.Claim.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting pvc %s: %w", a.Claim.Name, err)
 	}
 	return nil
 }
@@ -227,9 +262,9 @@ func failureKind(a podlife.Action) string {
 	switch a.(type) {
 	case podlife.CreatePod:
 		return "create"
-	case podlife.DeletePod:
+	case podlife.DeletePod, podlife.DeleteClaim:
 		return "delete"
-	case podlife.SetState, podlife.InitPodReady:
+	case podlife.SetState, podlife.InitPodReady, podlife.ReleasePod, podlife.HandOverClaim:
 		return "patch"
 	}
 	return "update"

@@ -9,6 +9,7 @@ package podlife
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	"github.com/lifeline-k8s/lifeline/internal/disruption"
@@ -128,6 +129,40 @@ type UpdateNextBatch struct {
 	Writes     []PodWrite
 	Reason     string
 }
+
+// ReleasePod removes the workload's owner reference from a pod its
+// selector no longer matches, as a ReplicaSet releases it.
+type ReleasePod struct {
+	Pod      *corev1.Pod
+	OwnerUID types.UID
+	Reason   string
+}
+
+// HandOverClaim makes Pod the only owner of a claim, so the claim goes
+// when the pod goes (disablePVCReuse with a terminating pod).
+type HandOverClaim struct {
+	Claim  *corev1.PersistentVolumeClaim
+	Pod    *corev1.Pod
+	Reason string
+}
+
+// DeleteClaim deletes a claim no pod will use.
+type DeleteClaim struct {
+	Claim  *corev1.PersistentVolumeClaim
+	Reason string
+}
+
+func (ReleasePod) Kind() string    { return "ReleasePod" }
+func (HandOverClaim) Kind() string { return "HandOverClaim" }
+func (DeleteClaim) Kind() string   { return "DeleteClaim" }
+
+func (a ReleasePod) Target() *corev1.Pod  { return a.Pod }
+func (HandOverClaim) Target() *corev1.Pod { return nil }
+func (DeleteClaim) Target() *corev1.Pod   { return nil }
+
+func (a ReleasePod) Why() string    { return a.Reason }
+func (a HandOverClaim) Why() string { return a.Reason }
+func (a DeleteClaim) Why() string   { return a.Reason }
 
 func (CreatePod) Kind() string       { return "CreatePod" }
 func (DeletePod) Kind() string       { return "DeletePod" }

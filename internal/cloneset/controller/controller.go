@@ -113,22 +113,27 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Complete(r)
 }
 
-// Reconcile moves one CloneSet one step towards its spec, in four phases:
-// read a snapshot (only once the cache shows our own writes), plan and
-// execute one step, write the status, and tidy up (podsToDelete, revision
-// history, hook-wait warnings).
+// Reconcile moves one CloneSet one step towards its spec, in five phases:
+// read a snapshot (only once the cache shows our own writes; reading writes
+// nothing), make the planned revision write, plan and execute one step,
+// write the status, and tidy up (podsToDelete, revision history, hook-wait
+// warnings).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c, wait, err := r.readSnapshot(ctx, req)
 	if c == nil || err != nil {
 		return wait, err
 	}
+	if err := r.writeRevisions(ctx, c.cs, c.revs); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.useRevisions(c)
 	status := c.cs.Status.DeepCopy()
 	var result ctrl.Result
 	var syncErr error
 	if c.cs.DeletionTimestamp == nil {
 		result, syncErr = r.sync(ctx, c.cs, c.snap, c.revs, status)
 	}
-	newStatus, deadline := planner.Status(c.snap, *status, c.revs.collisionCount, c.selector.String())
+	newStatus, deadline := planner.Status(c.snap, *status, c.revs.CollisionCount, c.selector.String())
 	if err := r.writeStatus(ctx, c.cs, newStatus); err != nil {
 		return ctrl.Result{}, errors.Join(syncErr, err)
 	}

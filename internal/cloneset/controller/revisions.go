@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
@@ -16,89 +16,57 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/revision"
 )
 
-// revisions are a CloneSet's ControllerRevisions, oldest first.
-type revisions struct {
-	all            []*appsv1.ControllerRevision
-	current        *appsv1.ControllerRevision
-	update         *appsv1.ControllerRevision
-	collisionCount int32
-}
+// revisions are a CloneSet's ControllerRevisions as planned
+// (planner.PlanRevisions), once written.
+type revisions = planner.Revisions
 
-// syncRevisions finds or makes the revision of the current template (the
-// update revision), and finds the current revision, the one status says all
-// pods were at. A rollback to an earlier template reuses that revision,
-// renumbered as the newest, so its name, and so its pods, stay the same.
-func (r *Reconciler) syncRevisions(ctx context.Context, cs *appsv1alpha1.CloneSet) (*revisions, error) {
+// listRevisions reads the CloneSet's revisions.
+func (r *Reconciler) listRevisions(ctx context.Context, cs *appsv1alpha1.CloneSet) ([]*appsv1.ControllerRevision, error) {
 	list := &appsv1.ControllerRevisionList{}
 	if err := r.List(ctx, list, client.InNamespace(cs.Namespace), ownerindex.Owned(string(cs.UID))); err != nil {
 		return nil, err
 	}
-	revs := &revisions{collisionCount: ptrValue(cs.Status.CollisionCount)}
+	out := make([]*appsv1.ControllerRevision, 0, len(list.Items))
 	for i := range list.Items {
-		revs.all = append(revs.all, &list.Items[i])
+		out = append(out, &list.Items[i])
 	}
-	sort.SliceStable(revs.all, func(i, j int) bool { return revs.all[i].Revision < revs.all[j].Revision })
-	next := int64(1)
-	if n := len(revs.all); n > 0 {
-		next = revs.all[n-1].Revision + 1
-	}
-
-	data, err := revision.Data(cs)
-	if err != nil {
-		return nil, err
-	}
-	var equal *appsv1.ControllerRevision
-	for _, cr := range revs.all {
-		if bytes.Equal(cr.Data.Raw, data) {
-			equal = cr
-		}
-	}
-	switch {
-	case equal != nil && equal == revs.all[len(revs.all)-1]:
-		revs.update = equal
-	case equal != nil:
-		// A rollback: the old revision becomes the newest, and records
-		// the volumeClaimTemplates of now, as OpenKruise's does.
-		patched := equal.DeepCopy()
-		patched.Revision = next
-		if patched.Annotations == nil {
-			patched.Annotations = map[string]string{}
-		}
-		patched.Annotations[appsv1alpha1.VolumeClaimTemplatesHashAnnotation] = revision.ClaimTemplatesHash(cs.Spec.VolumeClaimTemplates)
-		if err := r.Patch(ctx, patched, client.MergeFrom(equal)); err != nil {
-			return nil, fmt.Errorf("renumbering revision %s: %w", equal.Name, err)
-		}
-		revs.update = patched
-	default:
-		if revs.update, err = r.createRevision(ctx, cs, &revs.collisionCount, next); err != nil {
-			return nil, err
-		}
-		revs.all = append(revs.all, revs.update)
-	}
-	for _, cr := range revs.all {
-		if cr.Name == cs.Status.CurrentRevision {
-			revs.current = cr
-		}
-	}
-	if revs.current == nil {
-		revs.current = revs.update
-	}
-	return revs, nil
+	return out, nil
 }
 
-// createRevision creates the revision of the current template. A name taken
-// by a revision with other data is a hash collision: the collision count
-// goes up and the name changes.
-func (r *Reconciler) createRevision(ctx context.Context, cs *appsv1alpha1.CloneSet, collisionCount *int32, number int64) (*appsv1.ControllerRevision, error) {
-	for {
-		cr, err := revision.New(cs, collisionCount, number)
-		if err != nil {
-			return nil, err
+// writeRevisions makes the planned revision write, before any pod is
+// planned against the update revision: the renumbering of a rollback, or
+// the creation of the template's revision.
+func (r *Reconciler) writeRevisions(ctx context.Context, cs *appsv1alpha1.CloneSet, revs *revisions) error {
+	switch {
+	case revs.Renumber:
+		i := slices.IndexFunc(revs.All, func(cr *appsv1.ControllerRevision) bool { return cr.Name == revs.Update.Name })
+		if err := r.Patch(ctx, revs.Update, client.MergeFrom(revs.All[i])); err != nil {
+			return fmt.Errorf("renumbering revision %s: %w", revs.Update.Name, err)
 		}
-		err = r.Create(ctx, cr)
+	case revs.Create:
+		created, err := r.createRevision(ctx, cs, revs.Update, &revs.CollisionCount)
+		if err != nil {
+			return err
+		}
+		if revs.Current == revs.Update {
+			revs.Current = created
+		}
+		revs.All[len(revs.All)-1], revs.Update = created, created
+	}
+	revs.Create, revs.Renumber = false, false
+	return nil
+}
+
+// createRevision creates the planned revision. A name taken by a revision
+// with other data is a hash collision: the collision count goes up and the
+// revision is named anew.
+func (r *Reconciler) createRevision(ctx context.Context, cs *appsv1alpha1.CloneSet, cr *appsv1.ControllerRevision, collisionCount *int32) (*appsv1.ControllerRevision, error) {
+	for {
+		err := r.Create(ctx, cr)
 		if err == nil {
 			return cr, nil
 		}
@@ -113,6 +81,9 @@ func (r *Reconciler) createRevision(ctx context.Context, cs *appsv1alpha1.CloneS
 			return existing, nil // created by an earlier reconcile the cache has not shown yet
 		}
 		*collisionCount++
+		if cr, err = revision.New(cs, collisionCount, cr.Revision); err != nil {
+			return nil, err
+		}
 	}
 }
 
@@ -123,12 +94,12 @@ func (r *Reconciler) truncateHistory(ctx context.Context, cs *appsv1alpha1.Clone
 	if cs.Spec.RevisionHistoryLimit != nil {
 		limit = int(*cs.Spec.RevisionHistoryLimit)
 	}
-	live := map[string]bool{revs.current.Name: true, revs.update.Name: true}
+	live := map[string]bool{revs.Current.Name: true, revs.Update.Name: true}
 	for _, pod := range pods {
 		live[podlife.ShortHash(pod.Labels[appsv1.ControllerRevisionHashLabelKey])] = true
 	}
 	var dead []*appsv1.ControllerRevision
-	for _, cr := range revs.all {
+	for _, cr := range revs.All {
 		if !live[cr.Name] && !live[podlife.ShortHash(cr.Name)] {
 			dead = append(dead, cr)
 		}
@@ -141,18 +112,11 @@ func (r *Reconciler) truncateHistory(ctx context.Context, cs *appsv1alpha1.Clone
 	return nil
 }
 
-func ptrValue(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
 // claimTemplateHashes are the volumeClaimTemplates hashes the revisions
 // record, by name.
-func (revs *revisions) claimTemplateHashes() map[string]string {
+func claimTemplateHashes(revs *revisions) map[string]string {
 	hashes := map[string]string{}
-	for _, cr := range append(revs.all, revs.update) {
+	for _, cr := range append(revs.All, revs.Update) {
 		if h, ok := cr.Annotations[appsv1alpha1.VolumeClaimTemplatesHashAnnotation]; ok {
 			hashes[cr.Name] = h
 		}

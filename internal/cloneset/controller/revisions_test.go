@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/revision"
 )
 
@@ -66,9 +67,9 @@ func TestRevisionsAreReusedOnRollback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := revs.update.Name
-	if revs.update.Revision != 1 || revs.current.Name != first {
-		t.Fatalf("first revision %s number %d, current %s", first, revs.update.Revision, revs.current.Name)
+	first := revs.Update.Name
+	if revs.Update.Revision != 1 || revs.Current.Name != first {
+		t.Fatalf("first revision %s number %d, current %s", first, revs.Update.Revision, revs.Current.Name)
 	}
 
 	v2 := revisionCloneSet("nginx:2")
@@ -76,9 +77,9 @@ func TestRevisionsAreReusedOnRollback(t *testing.T) {
 	if revs, err = r.syncRevisions(ctx, v2); err != nil {
 		t.Fatal(err)
 	}
-	second := revs.update.Name
-	if second == first || revs.update.Revision != 2 || revs.current.Name != first {
-		t.Fatalf("after a change: update %s (number %d), current %s", second, revs.update.Revision, revs.current.Name)
+	second := revs.Update.Name
+	if second == first || revs.Update.Revision != 2 || revs.Current.Name != first {
+		t.Fatalf("after a change: update %s (number %d), current %s", second, revs.Update.Revision, revs.Current.Name)
 	}
 
 	back := revisionCloneSet("nginx:1")
@@ -88,8 +89,8 @@ func TestRevisionsAreReusedOnRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := storedRevisions(t, c)
-	if revs.update.Name != first || len(stored) != 2 || stored[first].Revision != 3 {
-		t.Fatalf("rollback: update %s, %d revisions stored, %s numbered %d", revs.update.Name, len(stored), first, stored[first].Revision)
+	if revs.Update.Name != first || len(stored) != 2 || stored[first].Revision != 3 {
+		t.Fatalf("rollback: update %s, %d revisions stored, %s numbered %d", revs.Update.Name, len(stored), first, stored[first].Revision)
 	}
 	if got, want := stored[first].Annotations[appsv1alpha1.VolumeClaimTemplatesHashAnnotation], revision.ClaimTemplatesHash(back.Spec.VolumeClaimTemplates); got != want || want == "" {
 		t.Errorf("the reused revision records claim templates %q, want today's %q", got, want)
@@ -97,8 +98,8 @@ func TestRevisionsAreReusedOnRollback(t *testing.T) {
 
 	// The latest revision again: nothing written.
 	before := stored[first].ResourceVersion
-	if revs, err = r.syncRevisions(ctx, back); err != nil || revs.update.Name != first {
-		t.Fatalf("same template again: %v %v", revs.update.Name, err)
+	if revs, err = r.syncRevisions(ctx, back); err != nil || revs.Update.Name != first {
+		t.Fatalf("same template again: %v %v", revs.Update.Name, err)
 	}
 	if storedRevisions(t, c)[first].ResourceVersion != before {
 		t.Error("the latest revision was rewritten though nothing changed")
@@ -122,17 +123,24 @@ func TestRevisionNameCollision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if revs.collisionCount != 1 || revs.update.Name == mine.Name {
-		t.Fatalf("collision: count %d, name %s (taken: %s)", revs.collisionCount, revs.update.Name, mine.Name)
+	if revs.CollisionCount != 1 || revs.Update.Name == mine.Name {
+		t.Fatalf("collision: count %d, name %s (taken: %s)", revs.CollisionCount, revs.Update.Name, mine.Name)
 	}
 
 	// Made by an earlier reconcile the cache has not shown: reused.
 	r, _ = revisionTestbed(t)
-	if _, err := r.createRevision(ctx, cs, ptr.To[int32](0), 1); err != nil {
+	planned := func() *appsv1.ControllerRevision {
+		cr, err := revision.New(cs, ptr.To[int32](0), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cr
+	}
+	if _, err := r.createRevision(ctx, cs, planned(), ptr.To[int32](0)); err != nil {
 		t.Fatal(err)
 	}
 	count := int32(0)
-	again, err := r.createRevision(ctx, cs, &count, 1)
+	again, err := r.createRevision(ctx, cs, planned(), &count)
 	if err != nil || again.Name != mine.Name || count != 0 {
 		t.Fatalf("recreating an existing revision: %v name %s count %d", err, again.Name, count)
 	}
@@ -154,7 +162,7 @@ func TestRevisionHistoryLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		names = append(names, revs.update.Name)
+		names = append(names, revs.Update.Name)
 	}
 	cs := revisionCloneSet("f")
 	cs.Status.CurrentRevision = names[0]
@@ -200,4 +208,17 @@ func TestRevisionHistoryLimit(t *testing.T) {
 	if n := len(storedRevisions(t, c)); n != appsv1alpha1.DefaultCloneSetRevisionHistoryLimit+1 {
 		t.Errorf("%d of 12 revisions kept, want the one in use and %d more", n, appsv1alpha1.DefaultCloneSetRevisionHistoryLimit)
 	}
+}
+
+// syncRevisions reads, plans and writes revisions as a reconcile does.
+func (r *Reconciler) syncRevisions(ctx context.Context, cs *appsv1alpha1.CloneSet) (*revisions, error) {
+	existing, err := r.listRevisions(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	revs, err := planner.PlanRevisions(cs, existing)
+	if err != nil {
+		return nil, err
+	}
+	return &revs, r.writeRevisions(ctx, cs, &revs)
 }

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
 	"math/big"
 
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
@@ -12,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,18 +60,16 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	active, err := r.activePods(ctx, cs, all, selector)
-	if err != nil {
-		return nil, ctrl.Result{}, err
-	}
+	active, unselected, inactive := sortPods(all, selector)
 	pvcs, err := r.ownedPVCs(ctx, cs)
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	if pvcs, err = r.releaseUnreusedPVCs(ctx, cs, pvcs, all); err != nil {
+	existing, err := r.listRevisions(ctx, cs)
+	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	revs, err := r.syncRevisions(ctx, cs)
+	revs, err := planner.PlanRevisions(cs, existing)
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
@@ -81,53 +77,46 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	var templates map[string]*corev1.PodTemplateSpec
-	if planner.UpdatesInPlace(cs) {
-		templates = r.templates(req.NamespacedName, revs)
-	}
 	disruptions, err := r.disruptions(ctx, cs, now)
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
 	snap := planner.Snapshot{
-		CloneSet: cs, Pods: active, PVCs: pvcs, NodeLabels: nodeLabels, Templates: templates,
-		UpdateRevision: revs.update.Name, CurrentRevision: revs.current.Name,
+		CloneSet: cs, Pods: active, Unselected: unselected, Inactive: inactive, PVCs: pvcs, NodeLabels: nodeLabels,
 		ExcludePreparingDelete:     r.Options.ExcludePreparingDelete || cs.Labels[appsv1alpha1.CloneSetScalingExcludePreparingDeleteKey] == "true",
 		CreateNormal:               r.Options.CreatePodsNormal,
-		ClaimTemplateHashes:        revs.claimTemplateHashes(),
 		RecreatePodsWhenVCTChanges: r.Options.RecreatePodsWhenVCTChanges,
 		Disruptions:                disruptions,
 		NewInstanceID:              randomID, Now: now,
 	}
-	return &cycle{cs: cs, all: all, snap: snap, revs: revs, selector: selector}, ctrl.Result{}, nil
+	return &cycle{cs: cs, all: all, snap: snap, revs: &revs, selector: selector}, ctrl.Result{}, nil
 }
 
-// activePods returns the owned pods that count: not terminating, not
-// finished. Owned pods that no longer match the selector are released,
-// as a ReplicaSet releases them.
-func (r *Reconciler) activePods(ctx context.Context, cs *appsv1alpha1.CloneSet, all []*corev1.Pod, selector labels.Selector) ([]*corev1.Pod, error) {
-	var active []*corev1.Pod
+// useRevisions completes the snapshot once the planned revision write is
+// made: the revisions' names, templates and claim template hashes.
+func (r *Reconciler) useRevisions(c *cycle) {
+	c.snap.UpdateRevision, c.snap.CurrentRevision = c.revs.Update.Name, c.revs.Current.Name
+	c.snap.ClaimTemplateHashes = claimTemplateHashes(c.revs)
+	if planner.UpdatesInPlace(c.cs) {
+		c.snap.Templates = r.templates(client.ObjectKeyFromObject(c.cs), c.revs)
+	}
+}
+
+// sortPods divides the owned pods: active ones the selector matches (they
+// count), ones it no longer matches (to release), and terminating or
+// finished ones.
+func sortPods(all []*corev1.Pod, selector labels.Selector) (active, unselected, inactive []*corev1.Pod) {
 	for _, pod := range all {
-		if !selector.Matches(labels.Set(pod.Labels)) {
-			if err := r.release(ctx, cs, pod); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if podfacts.IsActive(pod) {
+		switch {
+		case !selector.Matches(labels.Set(pod.Labels)):
+			unselected = append(unselected, pod)
+		case podfacts.IsActive(pod):
 			active = append(active, pod)
+		default:
+			inactive = append(inactive, pod)
 		}
 	}
-	return active, nil
-}
-
-func (r *Reconciler) release(ctx context.Context, cs *appsv1alpha1.CloneSet, pod *corev1.Pod) error {
-	patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"$patch":"delete","uid":%q}],"uid":%q}}`, cs.UID, pod.UID)
-	err := r.Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, []byte(patch)))
-	if err == nil {
-		r.Recorder.Eventf(cs, pod, corev1.EventTypeNormal, "ReleasedPod", "Release", "released pod %s, which no longer matches the selector", pod.Name)
-	}
-	return client.IgnoreNotFound(err)
+	return active, unselected, inactive
 }
 
 // randomID is a new instance id: five characters of Kubernetes' safe

@@ -14,7 +14,7 @@ func (r *Reconciler) templates(key types.NamespacedName, revs *revisions) map[st
 	}
 	live := map[types.UID]*corev1.PodTemplateSpec{}
 	out := map[string]*corev1.PodTemplateSpec{}
-	for _, cr := range append(revs.all, revs.update) {
+	for _, cr := range append(revs.All, revs.Update) {
 		t, ok := known[cr.UID]
 		if !ok {
 			var err error

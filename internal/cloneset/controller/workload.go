@@ -25,9 +25,9 @@ var _ podexec.Workload = workload{}
 func (w workload) Object() client.Object { return w.cs }
 
 func (w workload) NewPod(a podlife.CreatePod) (*corev1.Pod, []*corev1.PersistentVolumeClaim, error) {
-	cr := w.revs.update
-	if a.Revision == w.revs.current.Name {
-		cr = w.revs.current
+	cr := w.revs.Update
+	if a.Revision == w.revs.Current.Name {
+		cr = w.revs.Current
 	}
 	pod, err := newPod(w.cs, cr, a.InstanceID, a.State, w.r.Clock.Now())
 	if err != nil {

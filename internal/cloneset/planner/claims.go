@@ -1,17 +1,38 @@
 package planner
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
+// unreusedClaims applies disablePVCReuse, so no new pod picks up an old
+// instance's claims: a claim whose instance has no active pod is handed to
+// that instance's terminating or finished pod, to go with it, or deleted
+// when there is none.
+func unreusedClaims(s Snapshot) []podlife.Action {
+	unreused := UnreusedPVCs(s.CloneSet, s.PVCs, slices.Concat(s.Pods, s.Unselected, s.Inactive))
+	var out []podlife.Action
+	for _, pvc := range s.PVCs {
+		pod, unreused := unreused[pvc]
+		switch {
+		case !unreused:
+		case pod != nil:
+			out = append(out, podlife.HandOverClaim{Claim: pvc, Pod: pod, Reason: "disablePVCReuse: it goes with its terminating pod"})
+		default:
+			out = append(out, podlife.DeleteClaim{Claim: pvc, Reason: "disablePVCReuse: no pod of its instance is left"})
+		}
+	}
+	return out
+}
+
 // UnreusedPVCs applies disablePVCReuse: it returns the PVCs whose instance has
 // no active pod, each with the inactive (terminating or finished) pod of the
-// same instance if there is one. The controller hands such a PVC to that pod,
-// so it goes when the pod goes, and deletes the others at once. all holds
-// every owned pod, active or not.
+// same instance if there is one. all holds every owned pod, active or not.
 func UnreusedPVCs(cs *appsv1alpha1.CloneSet, pvcs []*corev1.PersistentVolumeClaim, all []*corev1.Pod) map[*corev1.PersistentVolumeClaim]*corev1.Pod {
 	if !cs.Spec.ScaleStrategy.DisablePVCReuse || len(pvcs) == 0 {
 		return nil

@@ -22,8 +22,15 @@ func MarksPodNotReady(cs *appsv1alpha1.CloneSet) bool {
 	return podlife.MarksPodNotReady(cs.Spec.Lifecycle)
 }
 
-// withInitPodReady adds the readiness-gate conditions the CloneSet's pods
-// lack to a plan's actions (see podlife.Life.WithInitPodReady).
-func withInitPodReady(s Snapshot, actions []podlife.Action) []podlife.Action {
-	return life(s).WithInitPodReady(s.Pods, actions)
+// everyStep adds to a step's actions what every step does, whatever its
+// phase: the readiness-gate conditions the CloneSet's pods lack (see
+// podlife.Life.WithInitPodReady), releasing the pods its selector no
+// longer matches, and letting go of the claims disablePVCReuse keeps from
+// new pods.
+func everyStep(s Snapshot, actions []podlife.Action) []podlife.Action {
+	actions = life(s).WithInitPodReady(s.Pods, actions)
+	for _, pod := range s.Unselected {
+		actions = append(actions, podlife.ReleasePod{Pod: pod, OwnerUID: s.CloneSet.UID, Reason: "it no longer matches the selector"})
+	}
+	return append(actions, unreusedClaims(s)...)
 }

@@ -22,6 +22,10 @@ type Snapshot struct {
 	// Pods are the CloneSet's active pods: owned, not terminating and not
 	// finished.
 	Pods []*corev1.Pod
+	// Unselected are owned pods the selector no longer matches, to
+	// release; Inactive are owned, selected pods that are terminating or
+	// finished. Neither counts.
+	Unselected, Inactive []*corev1.Pod
 	// PVCs are the CloneSet's PVCs that are not being deleted.
 	PVCs []*corev1.PersistentVolumeClaim
 	// UpdateRevision and CurrentRevision are revision names.
@@ -125,7 +129,7 @@ func Compute(s Snapshot) (Plan, error) {
 	// does, so that scaling up does not wait for scaling to finish before
 	// its pods can become Ready.
 	if actions := scale(s, &p, podsToDelete); len(actions) > 0 {
-		p.Phase, p.Actions = PhaseScale, withInitPodReady(s, p.allowed(s, actions))
+		p.Phase, p.Actions = PhaseScale, everyStep(s, p.allowed(s, actions))
 		return p, nil
 	}
 	actions, err := refreshStates(s)
@@ -133,12 +137,12 @@ func Compute(s Snapshot) (Plan, error) {
 		return p, err
 	}
 	if len(actions) > 0 {
-		p.Phase, p.Actions = PhaseRefresh, withInitPodReady(s, actions)
+		p.Phase, p.Actions = PhaseRefresh, everyStep(s, actions)
 		return p, nil
 	}
 	p.Phase, p.Diffs = PhaseUpdate, diffs(UpdatingView)
 	p.Actions, err = update(s, p.Diffs)
-	p.Actions = withInitPodReady(s, p.allowed(s, p.Actions))
+	p.Actions = everyStep(s, p.allowed(s, p.Actions))
 	return p, err
 }
 
