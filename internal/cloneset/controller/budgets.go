@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,7 +10,6 @@ import (
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 	"github.com/lifeline-k8s/lifeline/internal/disruption"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 )
@@ -50,12 +47,3 @@ func (r *Reconciler) disruptions(ctx context.Context, cs *appsv1alpha1.CloneSet,
 // budgetUser is who the budget's events and counters name for the
 // controller's in-place updates (OpenKruise names kruise-manager).
 const budgetUser = "lifeline-manager"
-
-// heldMessage says which pods wait for a disruption budget, and why.
-func heldMessage(held []planner.Held) string {
-	parts := make([]string, 0, len(held))
-	for _, h := range held {
-		parts = append(parts, fmt.Sprintf("%s: %s", h.Pod.Name, h.Reason))
-	}
-	return "waiting to disrupt pods the budget does not allow now: " + strings.Join(parts, "; ")
-}

@@ -179,7 +179,7 @@ func (r *Reconciler) sync(ctx context.Context, cs *appsv1alpha1.CloneSet, snap p
 		return ctrl.Result{}, err
 	}
 	if len(plan.Held) > 0 {
-		r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "DisruptionNotAllowed", "Disrupt", "%s", heldMessage(plan.Held))
+		r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "DisruptionNotAllowed", "Disrupt", "%s", podlife.HeldMessage(plan.Held))
 	}
 	if plan.ScaleUpLimited {
 		r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "ScaleUpLimited", "Scale",

@@ -89,13 +89,7 @@ type Plan struct {
 	RequeueAfter time.Duration
 	// Held are pods the plan would have deleted or updated in place but
 	// the disruption check did not allow now.
-	Held []Held
-}
-
-// Held is a pod whose disruption the check refused, and why.
-type Held struct {
-	Pod    *corev1.Pod
-	Reason string
+	Held []podlife.Held
 }
 
 // heldRetry is when a plan with held pods looks again: a budget frees up
@@ -149,19 +143,8 @@ func Compute(s Snapshot) (Plan, error) {
 // allowed drops the actions that would take a pod out of service when the
 // disruption check does not allow it now, recording them as held.
 func (p *Plan) allowed(s Snapshot, actions []podlife.Action) []podlife.Action {
-	if s.Disruptions == nil {
-		return actions
-	}
-	kept := actions[:0:0]
-	for _, a := range actions {
-		if d, ok := a.(podlife.Disrupter); ok && d.Disrupts() != "" {
-			if ok, reason := s.Disruptions.Allow(a.Target(), d.Disrupts()); !ok {
-				p.Held = append(p.Held, Held{Pod: a.Target(), Reason: reason})
-				continue
-			}
-		}
-		kept = append(kept, a)
-	}
+	kept, held := podlife.Allowed(s.Disruptions, actions)
+	p.Held = append(p.Held, held...)
 	if len(p.Held) > 0 && (p.RequeueAfter == 0 || heldRetry < p.RequeueAfter) {
 		p.RequeueAfter = heldRetry
 	}
