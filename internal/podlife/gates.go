@@ -18,7 +18,7 @@ func (l Life) WithInitPodReady(pods []*corev1.Pod, actions []Action) []Action {
 	touched := map[*corev1.Pod]bool{}
 	for _, a := range actions {
 		// A state change repairs and initialises in its own write (see
-		// setState).
+		// SetState).
 		touched[a.Target()] = true
 	}
 	preNormal := l.Hook(PreNormalHook)
