@@ -34,18 +34,28 @@ func (c *Cluster) StartEtcdRegistry(ctx context.Context, name string) (*Registry
 	if err != nil {
 		return nil, err
 	}
-	client := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	r := &Registry{Name: name, Endpoint: client, binary: "etcd", health: "/health", args: []string{
+	r := &Registry{Name: name, Endpoint: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), binary: "etcd", health: EtcdHealth,
+		args: EtcdArgs(name, filepath.Join(c.Dir, name), ports[0], ports[1])}
+	return r, c.StartRegistryAgain(ctx, r)
+}
+
+// EtcdHealth is the path a registry etcd answers 200 on once it serves.
+const EtcdHealth = "/health"
+
+// EtcdArgs are the flags of a one-member etcd on loopback, serving clients
+// on clientPort, as the registry a bridge keeps in step.
+func EtcdArgs(name, dataDir string, clientPort, peerPort int) []string {
+	client := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
+	return []string{
 		"--name=" + name,
-		"--data-dir=" + filepath.Join(c.Dir, name),
+		"--data-dir=" + dataDir,
 		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
 		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
 		"--initial-cluster=" + name + "=" + peer,
 		"--listen-metrics-urls=",
 		"--unsafe-no-fsync",
-	}}
-	return r, c.StartRegistryAgain(ctx, r)
+	}
 }
 
 // StartRegistryAgain starts a registry stopped with StopProcess, with its
@@ -66,17 +76,28 @@ func (c *Cluster) StartConsulRegistry(ctx context.Context, name string) (*Regist
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{Name: name, Endpoint: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), binary: "consul", health: "/v1/status/leader",
-		args: []string{
-			"agent", "-dev", "-node=" + name,
-			"-bind=127.0.0.1", "-client=127.0.0.1", "-advertise=127.0.0.1",
-			fmt.Sprintf("-http-port=%d", ports[0]), fmt.Sprintf("-server-port=%d", ports[1]),
-			fmt.Sprintf("-serf-lan-port=%d", ports[2]), fmt.Sprintf("-serf-wan-port=%d", ports[3]),
-			"-dns-port=-1", "-grpc-port=-1", "-grpc-tls-port=-1",
-			"-hcl=disable_update_check = true",
-			"-log-level=warn",
-		}}
+	r := &Registry{Name: name, Endpoint: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), binary: "consul", health: ConsulHealth,
+		args: ConsulArgs(name, [4]int(ports))}
 	return r, c.StartRegistryAgain(ctx, r)
+}
+
+// ConsulHealth is the path a Consul agent answers 200 on once it has a
+// leader.
+const ConsulHealth = "/v1/status/leader"
+
+// ConsulArgs are the flags of a Consul agent in dev mode (one in-memory
+// server) on loopback: HTTP on ports[0], then its server, serf LAN and
+// serf WAN ports. It never phones home and serves neither DNS nor gRPC.
+func ConsulArgs(name string, ports [4]int) []string {
+	return []string{
+		"agent", "-dev", "-node=" + name,
+		"-bind=127.0.0.1", "-client=127.0.0.1", "-advertise=127.0.0.1",
+		fmt.Sprintf("-http-port=%d", ports[0]), fmt.Sprintf("-server-port=%d", ports[1]),
+		fmt.Sprintf("-serf-lan-port=%d", ports[2]), fmt.Sprintf("-serf-wan-port=%d", ports[3]),
+		"-dns-port=-1", "-grpc-port=-1", "-grpc-tls-port=-1",
+		"-hcl=disable_update_check = true",
+		"-log-level=warn",
+	}
 }
 
 // BridgeOptions say how to run lifeline-bridge next to the cluster.

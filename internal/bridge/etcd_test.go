@@ -53,12 +53,8 @@ func startRegistry(t *testing.T, name, health string, args func(ports []int) []s
 
 func startEtcd(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), "etcd")
-	return startRegistry(t, "etcd", "/health", func(ports []int) []string {
-		client, peer := fmt.Sprintf("http://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-		return []string{"--name=registry", "--data-dir=" + dir,
-			"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
-			"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
-			"--initial-cluster=registry=" + peer, "--listen-metrics-urls=", "--unsafe-no-fsync", "--log-level=error"}
+	return startRegistry(t, "etcd", cluster.EtcdHealth, func(ports []int) []string {
+		return cluster.EtcdArgs("registry", dir, ports[0], ports[1])
 	})
 }
 

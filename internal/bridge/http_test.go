@@ -2,17 +2,14 @@ package bridge
 
 import (
 	"context"
-	"fmt"
 	"testing"
+
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
 func startConsul(t *testing.T) string {
-	return startRegistry(t, "consul", "/v1/status/leader", func(ports []int) []string {
-		return []string{"agent", "-dev", "-node=registry",
-			"-bind=127.0.0.1", "-client=127.0.0.1", "-advertise=127.0.0.1",
-			fmt.Sprintf("-http-port=%d", ports[0]), fmt.Sprintf("-server-port=%d", ports[1]),
-			fmt.Sprintf("-serf-lan-port=%d", ports[2]), fmt.Sprintf("-serf-wan-port=%d", ports[3]),
-			"-dns-port=-1", "-grpc-port=-1", "-grpc-tls-port=-1", "-hcl=disable_update_check = true", "-log-level=error"}
+	return startRegistry(t, "consul", cluster.ConsulHealth, func(ports []int) []string {
+		return cluster.ConsulArgs("registry", [4]int(ports))
 	})
 }
 
