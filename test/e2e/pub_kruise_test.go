@@ -134,9 +134,16 @@ func TestPodUnavailableBudgetOpenKruiseBehaviours(t *testing.T) {
 			[]byte(`{"metadata":{"annotations":{"pub.kruise.io/no-protect":"true"}}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := evict(); err != nil {
-			t.Fatalf("eviction of a pod opting out: %v", err)
-		}
+		// The budget judges an eviction on its cached pod: until the cache
+		// shows the annotation it answers 429, which clients retry, as
+		// kubectl drain does. Anything else is a failure.
+		eventually(t, time.Minute, "the eviction of a pod opting out admitted", func(context.Context) (bool, string, error) {
+			err := evict()
+			if err != nil && !apierrors.IsTooManyRequests(err) {
+				return false, "", err
+			}
+			return err == nil, fmt.Sprint(err), nil
+		})
 		waitBudget(t, ns, "webserver-pub", budgetStatus(1, 1, 1, 0))
 		if err := client.AppsV1().Deployments(ns).Delete(ctx, "webserver", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)

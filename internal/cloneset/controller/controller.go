@@ -170,6 +170,10 @@ func (r *Reconciler) tidy(ctx context.Context, c *cycle) (time.Duration, error) 
 	return next, nil
 }
 
+// staleRetry is when a CloneSet whose pod changed under a write is planned
+// again at the latest.
+const staleRetry = time.Second
+
 // sync plans and executes one step, and records failures in conditions.
 func (r *Reconciler) sync(ctx context.Context, cs *appsv1alpha1.CloneSet, snap planner.Snapshot, revs *revisions, status *appsv1alpha1.CloneSetStatus) (ctrl.Result, error) {
 	plan, err := planner.Compute(snap)

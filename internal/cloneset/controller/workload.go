@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"time"
-
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,7 +33,3 @@ func (w workload) NewPod(a podlife.CreatePod) (*corev1.Pod, []*corev1.Persistent
 	}
 	return pod, newPVCs(w.cs, a.InstanceID), nil
 }
-
-// staleRetry is when a CloneSet whose pod changed under a write is planned
-// again at the latest.
-const staleRetry = time.Second

@@ -15,7 +15,7 @@ import (
 // that instance's terminating or finished pod, to go with it, or deleted
 // when there is none.
 func unreusedClaims(s Snapshot) []podlife.Action {
-	unreused := UnreusedPVCs(s.CloneSet, s.PVCs, slices.Concat(s.Pods, s.Unselected, s.Inactive))
+	unreused := unreusedPVCs(s.CloneSet, s.PVCs, slices.Concat(s.Pods, s.Unselected, s.Inactive))
 	var out []podlife.Action
 	for _, pvc := range s.PVCs {
 		pod, unreused := unreused[pvc]
@@ -30,10 +30,10 @@ func unreusedClaims(s Snapshot) []podlife.Action {
 	return out
 }
 
-// UnreusedPVCs applies disablePVCReuse: it returns the PVCs whose instance has
+// unreusedPVCs applies disablePVCReuse: it returns the PVCs whose instance has
 // no active pod, each with the inactive (terminating or finished) pod of the
 // same instance if there is one. all holds every owned pod, active or not.
-func UnreusedPVCs(cs *appsv1alpha1.CloneSet, pvcs []*corev1.PersistentVolumeClaim, all []*corev1.Pod) map[*corev1.PersistentVolumeClaim]*corev1.Pod {
+func unreusedPVCs(cs *appsv1alpha1.CloneSet, pvcs []*corev1.PersistentVolumeClaim, all []*corev1.Pod) map[*corev1.PersistentVolumeClaim]*corev1.Pod {
 	if !cs.Spec.ScaleStrategy.DisablePVCReuse || len(pvcs) == 0 {
 		return nil
 	}

@@ -250,11 +250,11 @@ func TestUnreusedPVCs(t *testing.T) {
 	terminating := readyPod("b", newRev)
 	terminating.DeletionTimestamp = &metav1.Time{Time: now}
 	all := []*corev1.Pod{readyPod("a", newRev), terminating}
-	if got := UnreusedPVCs(cs, []*corev1.PersistentVolumeClaim{live, gone, orphan}, all); got != nil {
+	if got := unreusedPVCs(cs, []*corev1.PersistentVolumeClaim{live, gone, orphan}, all); got != nil {
 		t.Fatalf("with reuse on, PVCs released: %v", got)
 	}
 	cs.Spec.ScaleStrategy.DisablePVCReuse = true
-	got := UnreusedPVCs(cs, []*corev1.PersistentVolumeClaim{live, gone, orphan}, all)
+	got := unreusedPVCs(cs, []*corev1.PersistentVolumeClaim{live, gone, orphan}, all)
 	if len(got) != 2 || got[gone] != terminating || got[orphan] != nil {
 		t.Fatalf("released %v", got)
 	}

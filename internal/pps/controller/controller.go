@@ -9,16 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lifeline-k8s/lifeline/internal/workloadref"
-
-	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
-
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-
-	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
-
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -30,16 +20,21 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 	"github.com/lifeline-k8s/lifeline/internal/pps/state"
 	"github.com/lifeline-k8s/lifeline/internal/pps/workloads"
 	"github.com/lifeline-k8s/lifeline/internal/requeue"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=persistentpodstates,verbs=get;list;watch;create;update;patch;delete
@@ -141,7 +136,7 @@ func (r *Reconciler) statesOf(ctx context.Context, obj client.Object) []reconcil
 	}
 	var out []reconcile.Request
 	for _, pps := range list.Items {
-		if (workloadref.Ref{APIVersion: pps.Spec.TargetReference.APIVersion, Kind: pps.Spec.TargetReference.Kind, Name: pps.Spec.TargetReference.Name}).Is(gk, name) {
+		if workloads.Target(pps.Spec.TargetReference).Is(gk, name) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pps.Namespace, Name: pps.Name}})
 		}
 	}

@@ -116,7 +116,7 @@ func (in *Injector) stateFor(ctx context.Context, namespace string, gk schema.Gr
 	slices.SortFunc(list.Items, func(a, b appsv1alpha1.PersistentPodState) int { return strings.Compare(a.Name, b.Name) })
 	for i := range list.Items {
 		pps := &list.Items[i]
-		if pps.DeletionTimestamp == nil && targetRef(pps.Spec.TargetReference).Is(gk, name) {
+		if pps.DeletionTimestamp == nil && workloads.Target(pps.Spec.TargetReference).Is(gk, name) {
 			return pps, nil
 		}
 	}

@@ -137,10 +137,5 @@ func validateKeys(keys []string, p *field.Path) field.ErrorList {
 }
 
 func sameTarget(a, b appsv1alpha1.TargetReference) bool {
-	return workloadref.Same(targetRef(a), targetRef(b))
-}
-
-// targetRef is the workload a PersistentPodState targets.
-func targetRef(t appsv1alpha1.TargetReference) workloadref.Ref {
-	return workloadref.Ref{APIVersion: t.APIVersion, Kind: t.Kind, Name: t.Name}
+	return workloadref.Same(workloads.Target(a), workloads.Target(b))
 }

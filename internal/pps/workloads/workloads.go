@@ -43,6 +43,12 @@ func IsAdvanced(gk schema.GroupKind) bool {
 	return gk.Kind == "StatefulSet" && gk.Group == appsv1alpha1.GroupVersion.Group
 }
 
+// Target is the workload a PersistentPodState targets, for its controller
+// and its webhooks alike.
+func Target(t appsv1alpha1.TargetReference) workloadref.Ref {
+	return workloadref.Ref{APIVersion: t.APIVersion, Kind: t.Kind, Name: t.Name}
+}
+
 // Whitelist reads the whitelisted kinds from a ConfigMap, at most once
 // every few seconds.
 type Whitelist struct {
