@@ -32,7 +32,7 @@ registry: ## With make dev running: show the demo pods next to the service regis
 generate: ## Regenerate deepcopy functions, CRDs and RBAC from the API markers.
 	@CONTROLLER_GEN=$$($(DEVCTL) bin controller-gen) && \
 	  (cd api && $$CONTROLLER_GEN object paths=./...) && \
-	  $$CONTROLLER_GEN crd rbac:roleName=lifeline-manager webhook paths=./... paths=github.com/lifeline-k8s/lifeline/api/... \
+	  $$CONTROLLER_GEN crd rbac:roleName=lifeline-manager webhook paths=./cmd/lifeline-manager/... paths=./internal/... paths=github.com/lifeline-k8s/lifeline/api/... \
 	    output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 	    output:webhook:artifacts:config=config/webhook && \
 	  (cd pkg && $$CONTROLLER_GEN rbac:roleName=lifeline-bridge paths=./hook/... output:rbac:dir=../config/bridge) && \

@@ -17,10 +17,10 @@ import (
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/bridge"
+	"github.com/lifeline-k8s/lifeline/internal/metricsauth"
 	"github.com/lifeline-k8s/lifeline/pkg/hook"
 )
 
@@ -32,11 +32,12 @@ func main() {
 }
 
 func run() error {
-	var configPath, metricsAddr, healthAddr, leaderNamespace string
+	var configPath, healthAddr, leaderNamespace string
+	var metrics metricsauth.Options
 	var leaderElect bool
 	var leaseDuration, renewDeadline, retryPeriod time.Duration
 	flag.StringVar(&configPath, "config", "", "The bridge's configuration file (required).")
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	metrics.BindFlags(flag.CommandLine)
 	flag.StringVar(&healthAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader so that of several replicas one handles the pods.")
 	flag.StringVar(&leaderNamespace, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to the pod's namespace.")
@@ -74,7 +75,7 @@ func run() error {
 	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Cache:                   cacheOpts,
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                 metrics.Server(),
 		HealthProbeBindAddress:  healthAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "lifeline-bridge-" + cfg.Name,

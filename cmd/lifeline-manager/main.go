@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/tls"
 	"flag"
 	"fmt"
@@ -13,15 +14,18 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/lifeline-k8s/lifeline/internal/manager"
+	"github.com/lifeline-k8s/lifeline/internal/metricsauth"
 	"github.com/lifeline-k8s/lifeline/internal/webhookcerts"
 )
 
-// Leader election and events are needed whatever controllers run.
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// Leader election and events are needed whatever controllers run. The
+// lease lives in the manager's namespace; only its own may be read or
+// renewed (create cannot be narrowed by name).
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=lifeline-system,resources=leases,verbs=create
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=lifeline-system,resources=leases,resourceNames=lifeline-manager.lifeline.dev,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -33,10 +37,11 @@ func main() {
 }
 
 type options struct {
-	metricsAddr          string
+	metrics              metricsauth.Options
 	healthAddr           string
 	leaderElect          bool
 	leaderElectNamespace string
+	namespace            string
 	webhookPort          int
 	webhookHost          string
 	certDir              string
@@ -49,10 +54,12 @@ type options struct {
 
 func run() error {
 	var o options
-	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	o.metrics.BindFlags(flag.CommandLine)
 	flag.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
 	flag.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader so that only one replica reconciles at a time.")
-	flag.StringVar(&o.leaderElectNamespace, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to the pod's namespace.")
+	flag.StringVar(&o.namespace, "namespace", podNamespace(),
+		"The manager's own namespace: it holds the leader election lease and is never protected by fail-closed webhooks, so that the manager can always be repaired. Defaults to the pod's namespace, or lifeline-system outside a cluster.")
+	flag.StringVar(&o.leaderElectNamespace, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to --namespace.")
 	flag.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
 	flag.StringVar(&o.webhookHost, "webhook-host", "", "Address the admission webhook server binds to; empty means all interfaces.")
 	flag.StringVar(&o.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Folder of the webhook serving certificate (tls.crt, tls.key).")
@@ -73,6 +80,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	lifeline.Namespace = o.namespace
 	scheme, err := lifeline.Scheme()
 	if err != nil {
 		return err
@@ -90,11 +98,11 @@ func run() error {
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                 o.metrics.Server(),
 		HealthProbeBindAddress:  o.healthAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "lifeline-manager.lifeline.dev",
-		LeaderElectionNamespace: o.leaderElectNamespace,
+		LeaderElectionNamespace: cmp.Or(o.leaderElectNamespace, o.namespace),
 		// Release the lease on shutdown so a restarted or upgraded
 		// manager takes over at once instead of after the lease expires.
 		LeaderElectionReleaseOnCancel: true,
@@ -161,4 +169,14 @@ func setupCerts(mgr ctrl.Manager, o *options) (<-chan struct{}, error) {
 	default:
 		return nil, fmt.Errorf("--webhook-cert-management %q: want self or external", o.certManagement)
 	}
+}
+
+// podNamespace is the namespace of the pod the manager runs in, from its
+// service account, or lifeline-system.
+func podNamespace() string {
+	data, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil || strings.TrimSpace(string(data)) == "" {
+		return "lifeline-system"
+	}
+	return strings.TrimSpace(string(data))
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -12,8 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -245,16 +242,13 @@ type reading struct {
 	count, sum float64
 }
 
+// scraper reads the manager's metrics.
+var scraper *cluster.Scraper
+
 // histogram reads a histogram (the series with label, when given as
 // name=value) from a metrics endpoint.
 func histogram(url, name string, label ...string) (reading, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return reading{}, err
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	families, err := scraper.Families(url)
 	if err != nil {
 		return reading{}, err
 	}

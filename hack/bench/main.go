@@ -107,6 +107,9 @@ func run(ctx context.Context, pods, down, qps, nodes int, only []string, verbose
 		return err
 	}
 	l, err := c.StartLifeline(ctx, cluster.LifelineOptions{Root: root, Dir: dir, QPS: qps})
+	if l != nil {
+		scraper = l.Scraper
+	}
 	if err != nil {
 		return err
 	}

@@ -145,7 +145,7 @@ func (c *Cluster) StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, er
 	if name == "" {
 		name = "lifeline-bridge"
 	}
-	b := &Bridge{Name: name, MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), bin: bin,
+	b := &Bridge{Name: name, MetricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", ports[0]), bin: bin,
 		readyz: fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]),
 		args: []string{
 			"--kubeconfig=" + kubeconfig,

@@ -35,8 +35,10 @@ type LifelineOptions struct {
 type Lifeline struct {
 	// Name is the process name, for Cluster.LogFile and PID.
 	Name string
-	// MetricsURL serves the manager's Prometheus metrics.
+	// MetricsURL serves the manager's Prometheus metrics, to Scraper.
 	MetricsURL string
+	// Scraper may read MetricsURL.
+	Scraper *Scraper
 
 	bin         string
 	args        []string
@@ -58,21 +60,25 @@ func (c *Cluster) StartLifeline(ctx context.Context, o LifelineOptions) (*Lifeli
 	if err := build.Run(); err != nil {
 		return nil, fmt.Errorf("building lifeline-manager: %w", err)
 	}
-	apply := exec.CommandContext(ctx, c.Binaries["kubectl"], "--kubeconfig", c.Kubeconfig, "apply", "-f", filepath.Join(o.Root, "config", "rbac"))
-	if out, err := apply.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("applying RBAC: %w\n%s", err, out)
-	}
 	client, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		return nil, err
 	}
-	const user = "lifeline-manager"
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "lifeline-manager-local"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "lifeline-manager"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	// The generated Role lives in the manager's namespace.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ManagerNamespace}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
 	}
-	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	// The generated roles, bound below to the user the manager runs as
+	// here (config/rbac's bindings name the in-cluster service account).
+	rbac := filepath.Join(o.Root, "config", "rbac")
+	apply := exec.CommandContext(ctx, c.Binaries["kubectl"], "--kubeconfig", c.Kubeconfig, "apply",
+		"-f", filepath.Join(rbac, "role.yaml"), "-f", filepath.Join(rbac, "metrics_reader_role.yaml"))
+	if out, err := apply.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("applying RBAC: %w\n%s", err, out)
+	}
+	const user = "lifeline-manager"
+	if err := bindUser(ctx, client, user, "lifeline-manager"); err != nil {
 		return nil, err
 	}
 	kubeconfig, err := c.WriteKubeconfig(user)
@@ -83,12 +89,7 @@ func (c *Cluster) StartLifeline(ctx context.Context, o LifelineOptions) (*Lifeli
 	if err != nil {
 		return nil, err
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lifeline-system"}}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, err
-	}
-	if _, err := InstallWebhooks(ctx, c.Config, filepath.Join(o.Root, "config", "webhook", "manifests.yaml"), "localhost", ports[2],
-		WebhookNames{Mutating: "lifeline-mutating-webhooks", Validating: "lifeline-validating-webhooks"}); err != nil {
+	if _, err := InstallWebhooks(ctx, c.Config, filepath.Join(o.Root, "config", "webhook", "manifests.yaml"), "localhost", ports[2], WebhookNames{}); err != nil {
 		return nil, err
 	}
 	args := []string{
@@ -99,17 +100,47 @@ func (c *Cluster) StartLifeline(ctx context.Context, o LifelineOptions) (*Lifeli
 		fmt.Sprintf("--webhook-port=%d", ports[2]),
 		"--webhook-cert-dir=" + filepath.Join(o.Dir, "webhook-certs"),
 		"--webhook-dns-name=localhost",
-		"--leader-election-namespace=lifeline-system",
+		"--namespace=" + ManagerNamespace,
 	}
 	if o.QPS > 0 {
 		args = append(args, fmt.Sprintf("--kube-api-qps=%d", o.QPS), fmt.Sprintf("--kube-api-burst=%d", o.QPS*3/2))
 	}
-	l := &Lifeline{Name: "lifeline-manager", MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]),
+	l := &Lifeline{Name: "lifeline-manager", MetricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", ports[0]),
 		bin: bin, args: append(args, o.Args...), readyz: fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]), webhookPort: ports[2]}
+	if l.Scraper, err = c.Scraper(ctx); err != nil {
+		return nil, err
+	}
 	if err := c.StartProcess(l.Name, l.bin, l.args...); err != nil {
 		return nil, err
 	}
 	return l, c.waitReady(ctx, l)
+}
+
+// ManagerNamespace is where the local cluster runs the manager's namespaced
+// objects (its lease, its certificate Secret), as config/default does.
+const ManagerNamespace = "lifeline-system"
+
+// bindUser binds a user to the generated ClusterRole and, in the
+// manager's namespace, the Role of the same name.
+func bindUser(ctx context.Context, client kubernetes.Interface, user, role string) error {
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role + "-local"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   subjects,
+	}
+	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ManagerNamespace, Name: role + "-local"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role},
+		Subjects:   subjects,
+	}
+	if _, err := client.RbacV1().RoleBindings(ManagerNamespace).Create(ctx, rb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
 }
 
 // RestartLifeline stops the manager as a rollout or an OOM kill would

@@ -46,7 +46,7 @@ func (c *Cluster) StartReplica(ctx context.Context, l *Lifeline) (*Replicas, err
 	if err != nil {
 		return nil, err
 	}
-	second := &Lifeline{Name: l.Name + "-2", MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), bin: l.bin,
+	second := &Lifeline{Name: l.Name + "-2", MetricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", ports[0]), Scraper: l.Scraper, bin: l.bin,
 		readyz: fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]), webhookPort: ports[2]}
 	for _, arg := range l.args {
 		flag, _, _ := strings.Cut(arg, "=")

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,8 +17,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// WebhookNames are the names the webhook configurations get when installed
-// for a manager running outside the cluster.
+// WebhookNames rename the webhook configurations when installed for a
+// manager running outside the cluster (tests that share an API server);
+// empty keeps the generated names.
 type WebhookNames struct {
 	Mutating, Validating string
 }
@@ -57,7 +59,7 @@ func InstallWebhooks(ctx context.Context, cfg *rest.Config, manifests, host stri
 			if err := yaml.UnmarshalStrict([]byte(doc), m); err != nil {
 				return nil, err
 			}
-			m.Name = names.Mutating
+			m.Name = cmp.Or(names.Mutating, m.Name)
 			m.Webhooks = slices.DeleteFunc(m.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return !kept(w.Name) })
 			for i := range m.Webhooks {
 				url(&m.Webhooks[i].ClientConfig)
@@ -70,7 +72,7 @@ func InstallWebhooks(ctx context.Context, cfg *rest.Config, manifests, host stri
 			if err := yaml.UnmarshalStrict([]byte(doc), v); err != nil {
 				return nil, err
 			}
-			v.Name = names.Validating
+			v.Name = cmp.Or(names.Validating, v.Name)
 			v.Webhooks = slices.DeleteFunc(v.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool { return !kept(w.Name) })
 			for i := range v.Webhooks {
 				url(&v.Webhooks[i].ClientConfig)

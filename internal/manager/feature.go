@@ -11,6 +11,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
+	"github.com/lifeline-k8s/lifeline/internal/protection"
 )
 
 // Feature is everything one Lifeline feature adds to the manager, in one
@@ -36,6 +37,14 @@ type Feature struct {
 	// need, by webhook name; hack/webhookselectors writes them into the
 	// generated configuration.
 	MatchConditions map[string][]podadmission.MatchCondition
+	// Protection are the objects that make a namespace ask for the
+	// feature's fail-closed pod webhooks (see internal/protection).
+	Protection []protection.Source
+	// FailClosed names the kind of protection each fail-closed pod
+	// webhook of the feature serves; hack/webhookselectors points it at
+	// the namespaces labelled for that kind, and its fail-open twin
+	// (protection.Twin) at the others.
+	FailClosed map[string]protection.Kind
 }
 
 // Shared is what features share with each other: the budget guard (its
@@ -46,6 +55,8 @@ type Shared struct {
 	// Self is the user the manager runs as: the hook guard lets its own
 	// deletions through.
 	Self string
+	// Namespace is the manager's own, never protected.
+	Namespace string
 }
 
 // Webhooks is where a feature registers webhooks: the server for its own

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
@@ -22,6 +23,7 @@ import (
 	ppscontroller "github.com/lifeline-k8s/lifeline/internal/pps/controller"
 	ppswebhook "github.com/lifeline-k8s/lifeline/internal/pps/webhook"
 	ppsworkloads "github.com/lifeline-k8s/lifeline/internal/pps/workloads"
+	"github.com/lifeline-k8s/lifeline/internal/protection"
 )
 
 // Features are Lifeline's features in the order the manager sets them up,
@@ -38,8 +40,8 @@ func PodUnavailableBudget() *Feature {
 	return &Feature{
 		Name:        "podunavailablebudget",
 		AddToScheme: policyv1alpha1.AddToScheme,
-		Controllers: func(_ context.Context, mgr ctrl.Manager, _ *Shared) error {
-			r := &budgetcontroller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("podunavailablebudget-controller")}
+		Controllers: func(_ context.Context, mgr ctrl.Manager, s *Shared) error {
+			r := &budgetcontroller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("podunavailablebudget-controller"), ManagerNamespace: s.Namespace}
 			return r.SetupWithManager(mgr)
 		},
 		Webhooks: func(mgr ctrl.Manager, s *Shared, w Webhooks) {
@@ -53,6 +55,10 @@ func PodUnavailableBudget() *Feature {
 			"vpodupdate.lifeline.dev": {{Name: "may-disrupt", Expression: "object.spec != oldObject.spec || " +
 				"(has(object.metadata.labels) && object.metadata.labels.exists(k, k.startsWith('unavailable-pod.kruise.io/') && " +
 				"!(has(oldObject.metadata.labels) && k in oldObject.metadata.labels)))"}},
+		},
+		Protection: []protection.Source{{Kind: protection.Disruptions, Object: &policyv1alpha1.PodUnavailableBudget{}, List: &policyv1alpha1.PodUnavailableBudgetList{}}},
+		FailClosed: map[string]protection.Kind{
+			"vpod.lifeline.dev": protection.Disruptions, "vpodeviction.lifeline.dev": protection.Disruptions, "vpodupdate.lifeline.dev": protection.Disruptions,
 		},
 	}
 }
@@ -96,6 +102,12 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 			// feature lets its final deletion through.
 			"vpod.lifeline.dev": {{Name: "not-terminating", Expression: "!has(oldObject.metadata.deletionTimestamp)"}},
 		},
+		Protection: []protection.Source{{Kind: protection.Disruptions, Object: &appsv1alpha1.CloneSet{}, List: &appsv1alpha1.CloneSetList{},
+			Holds: func(obj client.Object) bool {
+				guards, _ := clonesetwebhook.GuardsHooks(obj.(*appsv1alpha1.CloneSet))
+				return guards
+			}}},
+		FailClosed: map[string]protection.Kind{"vpod.lifeline.dev": protection.Disruptions, "vpodeviction.lifeline.dev": protection.Disruptions},
 	}
 }
 
@@ -146,5 +158,7 @@ func PersistentPodState() *Feature {
 			"mpodcreate.lifeline.dev": {{Name: "ordinal-pod", Expression: "has(object.metadata.name) && object.metadata.name.matches('-[0-9]+$') && " +
 				"has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller)"}},
 		},
+		Protection: []protection.Source{{Kind: protection.Placement, Object: &appsv1alpha1.PersistentPodState{}, List: &appsv1alpha1.PersistentPodStateList{}}},
+		FailClosed: map[string]protection.Kind{"mpodcreate.lifeline.dev": protection.Placement},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,10 +30,15 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
+	"github.com/lifeline-k8s/lifeline/internal/protection"
 )
 
 // Lifeline is a set of features set up in one manager.
 type Lifeline struct {
+	// Namespace is the manager's own: its pods must stay deletable with
+	// no replica serving, so it is never protected.
+	Namespace string
+
 	features []*Feature
 	guard    sync.Once
 	shared   Shared
@@ -78,11 +84,23 @@ func (l *Lifeline) Scheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// Setup registers the owner index every controller lists by, then each
-// feature's controllers.
+// Setup registers the owner index every controller lists by, the
+// namespace protection the features' objects ask for, then each feature's
+// controllers.
 func (l *Lifeline) Setup(ctx context.Context, mgr ctrl.Manager) error {
 	if err := ownerindex.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
+	}
+	var sources []protection.Source
+	for _, f := range l.features {
+		sources = append(sources, f.Protection...)
+	}
+	if len(sources) > 0 {
+		p := &protection.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("namespace-protection"),
+			Sources: sources, Exempt: l.exempt()}
+		if err := p.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("namespace protection: %w", err)
+		}
 	}
 	for _, f := range l.features {
 		if f.Controllers == nil {
@@ -115,6 +133,31 @@ func (l *Lifeline) SetupWebhooks(mgr ctrl.Manager, self string) {
 	w.Server.Register(podadmission.ValidatePath, &webhook.Admission{Handler: w.Validating})
 }
 
+// exempt are the namespaces never protected.
+func (l *Lifeline) exempt() []string {
+	out := slices.Clone(podadmission.SystemNamespaces)
+	if l.Namespace != "" {
+		out = append(out, l.Namespace)
+	}
+	return out
+}
+
+// FailClosed are the fail-closed pod webhooks' kinds of protection, by
+// webhook name, as the features declare them; a webhook two features
+// share must serve one kind.
+func FailClosed(features []*Feature) (map[string]protection.Kind, error) {
+	out := map[string]protection.Kind{}
+	for _, f := range features {
+		for name, kind := range f.FailClosed {
+			if other, taken := out[name]; taken && other != kind {
+				return nil, fmt.Errorf("webhook %s: protection %s and %s (from %s)", name, other, kind, f.Name)
+			}
+			out[name] = kind
+		}
+	}
+	return out, nil
+}
+
 // MatchConditions are the pod webhooks' CEL conditions, by webhook name, as
 // the features declare them. Conditions of one webhook all must hold, so a
 // webhook may take conditions from one feature only: another feature's
@@ -141,6 +184,7 @@ func MatchConditions(features []*Feature) (map[string][]podadmission.MatchCondit
 // mercy of a resync (the API server's priority and fairness still applies).
 func (l *Lifeline) sharedWith(mgr ctrl.Manager) *Shared {
 	l.guard.Do(func() {
+		l.shared.Namespace = l.Namespace
 		cfg := rest.CopyConfig(mgr.GetConfig())
 		cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 		direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})

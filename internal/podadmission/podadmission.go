@@ -22,26 +22,33 @@ import (
 )
 
 // The binding mutating webhook fails open: the binding mutator's work is
-// redone by the CloneSet controller. The pod-creation one fails closed,
-// like OpenKruise's: a StatefulSet pod created without the placement its
-// PersistentPodState recorded could land away from its data; its
-// matchConditions send it only pods named like a StatefulSet's (a
-// controller and a name ending in an ordinal; generated names are not set
-// yet at admission), so other pods never wait on Lifeline. The validating webhooks, one per resource so that
-// pod creations are not sent to it for nothing, fail closed, as
-// OpenKruise's do: a budget or a held hook that a manager restart let
-// through would be a disruption nobody can take back. Their blast radius is
-// kept small instead: system namespaces are left out, and matchConditions
-// send only what could disrupt (a delete of a pod not yet terminating, a
-// change of the spec or a new unavailable-pod.kruise.io/ label); run two
-// replicas to ride out a restart. controller-gen has no marker for either,
-// so hack/webhookselectors adds them. They have side effects only outside
-// dry runs (the budget's status, the hook guard's mark).
+// redone by the CloneSet controller. The others come in pairs, one that
+// fails closed and a twin (-open) that fails open, on the same path.
+// A request that Lifeline cannot judge (no replica answers) is refused
+// only where protection was asked for: the fail-closed webhook selects
+// the namespaces labelled for it (internal/protection: a budget, a
+// guarded CloneSet, a PersistentPodState there), the twin all others.
+// While a replica answers, both judge alike. The pod-creation pair
+// places StatefulSet pods (PersistentPodState); its matchConditions send
+// it only pods named like a StatefulSet's (a controller and a name ending
+// in an ordinal; generated names are not set yet at admission). The
+// validating pairs, one per resource so that pod creations are not sent
+// to them for nothing, judge disruptions; their matchConditions send
+// only what could disrupt (a delete of a pod not yet terminating, a
+// change of the spec or a new unavailable-pod.kruise.io/ label). System
+// namespaces are left out of all. controller-gen has no marker for
+// selectors or conditions, so hack/webhookselectors adds them. The
+// validating ones have side effects only outside dry runs (the budget's
+// status, the hook guard's mark).
 // +kubebuilder:webhook:path=/mutate-pod,mutating=true,failurePolicy=ignore,timeoutSeconds=2,sideEffects=None,groups="",resources=pods/binding,verbs=create,versions=v1,name=mpod.lifeline.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/mutate-pod,mutating=true,failurePolicy=fail,timeoutSeconds=2,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpodcreate.lifeline.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-pod,mutating=true,failurePolicy=ignore,timeoutSeconds=2,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpodcreate-open.lifeline.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-pod,mutating=false,failurePolicy=fail,timeoutSeconds=2,sideEffects=NoneOnDryRun,groups="",resources=pods,verbs=delete,versions=v1,name=vpod.lifeline.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-pod,mutating=false,failurePolicy=ignore,timeoutSeconds=2,sideEffects=NoneOnDryRun,groups="",resources=pods,verbs=delete,versions=v1,name=vpod-open.lifeline.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-pod,mutating=false,failurePolicy=fail,timeoutSeconds=2,sideEffects=NoneOnDryRun,groups="",resources=pods/eviction,verbs=create,versions=v1,name=vpodeviction.lifeline.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-pod,mutating=false,failurePolicy=ignore,timeoutSeconds=2,sideEffects=NoneOnDryRun,groups="",resources=pods/eviction,verbs=create,versions=v1,name=vpodeviction-open.lifeline.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-pod,mutating=false,failurePolicy=fail,timeoutSeconds=2,sideEffects=NoneOnDryRun,groups="",resources=pods;pods/resize,verbs=update,versions=v1,name=vpodupdate.lifeline.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-pod,mutating=false,failurePolicy=ignore,timeoutSeconds=2,sideEffects=NoneOnDryRun,groups="",resources=pods;pods/resize,verbs=update,versions=v1,name=vpodupdate-open.lifeline.dev,admissionReviewVersions=v1
 
 // SystemNamespaces are left out of the pod webhooks: the cluster's own
 // pods must never wait on Lifeline.

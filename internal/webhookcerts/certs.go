@@ -43,8 +43,18 @@ type Options struct {
 	ControllerName string
 }
 
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;update;patch
+// The certificate Secret lives in the manager's namespace, in a Role of
+// its own: reads and writes name it. create cannot be narrowed by name,
+// and list and watch are the rotator's namespaced informer (cert-controller
+// lists the namespace's Secrets without a field selector), so those two
+// see the namespace's other Secrets: keep nothing else secret there.
+// The webhook configurations' caBundle is written to Lifeline's two
+// configurations only; the rotator's informer lists them all (they hold
+// no secret).
+// +kubebuilder:rbac:groups="",namespace=lifeline-system,resources=secrets,verbs=create;list;watch
+// +kubebuilder:rbac:groups="",namespace=lifeline-system,resources=secrets,resourceNames=lifeline-webhook-certs,verbs=get;update;patch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,resourceNames=lifeline-mutating-webhooks;lifeline-validating-webhooks,verbs=get;update;patch
 
 // Manage adds the certificate rotator to mgr. The returned channel closes
 // once a valid certificate is in CertDir; only then may the webhook server

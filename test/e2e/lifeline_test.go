@@ -2,12 +2,9 @@ package e2e
 
 import (
 	"context"
-	"net/http"
 	"path/filepath"
 	"syscall"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -66,13 +63,7 @@ func counter(name string, labels map[string]string) float64 {
 // metricAt reads a counter or gauge from a metrics endpoint: the first
 // series matching labels, 0 when there is none, -1 when it cannot be read.
 func metricAt(url, name string, labels map[string]string) float64 {
-	resp, err := http.Get(url)
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	families, err := lifeline.Scraper.Families(url)
 	if err != nil {
 		return -1
 	}

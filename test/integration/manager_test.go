@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	"github.com/lifeline-k8s/lifeline/internal/metricsauth"
 )
 
 // TestManagerServesHealthAndMetricsAndLeads runs the lifeline-manager binary
@@ -79,7 +80,7 @@ func TestManagerServesHealthAndMetricsAndLeads(t *testing.T) {
 	for _, path := range []string{"/healthz", "/readyz"} {
 		waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d%s", ports[1], path), "ok")
 	}
-	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), "leader_election_master_status")
+	checkMetricsAuth(t, ns, fmt.Sprintf("https://127.0.0.1:%d/metrics", ports[0]))
 
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: ns, Name: "lifeline-manager.lifeline.dev"}
@@ -138,6 +139,47 @@ func waitHTTP(t *testing.T, url, want string) {
 	})
 	if err != nil {
 		t.Fatalf("GET %s never answered 200 with %q: %v; last answer: %s", url, want, err, last)
+	}
+}
+
+// checkMetricsAuth: metrics are served over HTTPS only to a caller whose
+// token the API server authenticates and whose user may get /metrics:
+// 401 without a token, 403 for a service account without the reader
+// role, the metrics for one bound to it (config/rbac).
+func checkMetricsAuth(t *testing.T, ns, url string) {
+	t.Helper()
+	ctx := context.Background()
+	apply := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-f", filepath.Join(repoRoot, "config", "rbac", "metrics_reader_role.yaml"))
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("applying the metrics reader role: %v\n%s", err, out)
+	}
+	reader, err := cluster.ServiceAccountToken(ctx, cfg, ns, "scraper", metricsauth.ReaderRole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := cluster.ServiceAccountToken(ctx, cfg, ns, "stranger", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for _, c := range []struct {
+		token string
+		code  int
+	}{{"", http.StatusUnauthorized}, {stranger, http.StatusForbidden}, {reader, http.StatusOK}} {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			resp, err := cluster.NewScraper(c.token).Get(url)
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			last = fmt.Sprintf("%d %.200s", resp.StatusCode, body)
+			return resp.StatusCode == c.code && (c.code != http.StatusOK || strings.Contains(string(body), "leader_election_master_status")), nil
+		})
+		if err != nil {
+			t.Fatalf("GET %s never answered %d: %v; last answer: %s", url, c.code, err, last)
+		}
 	}
 }
 

@@ -96,6 +96,22 @@ func (g *HookGuard) Validate(ctx context.Context, req admission.Request) admissi
 // pod, whose controlling CloneSet is cs (nil for none), and says why not
 // when it lets it through.
 func Guards(cs *appsv1alpha1.CloneSet, pod *corev1.Pod) (bool, string) {
+	if guards, why := GuardsHooks(cs); !guards {
+		return false, why
+	}
+	switch {
+	case pod.DeletionTimestamp != nil:
+		return false, "already being deleted"
+	case podfacts.State(pod) == pub.LifecycleStatePreparingDelete && !lifecycle.IsHooked(cs.Spec.Lifecycle.PreDelete, pod):
+		return false, "its preDelete hook already released it"
+	}
+	return true, ""
+}
+
+// GuardsHooks decides whether the guard protects a CloneSet's pods at all
+// (cs nil: the pod has none), and says why not; a CloneSet it protects
+// makes its namespace ask for fail-closed disruption webhooks.
+func GuardsHooks(cs *appsv1alpha1.CloneSet) (bool, string) {
 	switch {
 	case cs == nil:
 		return false, "not a CloneSet pod"
@@ -105,10 +121,6 @@ func Guards(cs *appsv1alpha1.CloneSet, pod *corev1.Pod) (bool, string) {
 		return false, "its CloneSet does not guard its hooks"
 	case cs.Spec.Lifecycle == nil || cs.Spec.Lifecycle.PreDelete == nil:
 		return false, "its CloneSet has no preDelete hook"
-	case pod.DeletionTimestamp != nil:
-		return false, "already being deleted"
-	case podfacts.State(pod) == pub.LifecycleStatePreparingDelete && !lifecycle.IsHooked(cs.Spec.Lifecycle.PreDelete, pod):
-		return false, "its preDelete hook already released it"
 	}
 	return true, ""
 }

@@ -46,6 +46,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	"github.com/lifeline-k8s/lifeline/internal/podbudget/budget"
 	"github.com/lifeline-k8s/lifeline/internal/podbudget/workload"
+	"github.com/lifeline-k8s/lifeline/internal/protection"
 	"github.com/lifeline-k8s/lifeline/internal/requeue"
 )
 
@@ -70,6 +71,8 @@ type Reconciler struct {
 	// UnservedNamespaces are the namespaces the pod webhooks leave out
 	// (podadmission.SystemNamespaces when nil).
 	UnservedNamespaces []string
+	// ManagerNamespace is never protected (internal/protection).
+	ManagerNamespace string
 }
 
 // SetupWithManager registers the controller: budgets, and their pods'
@@ -96,6 +99,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
 		Watches(&appsv1alpha1.CloneSet{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
+		// A namespace's protection label turns the Protecting condition.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.budgetsIn)).
 		Named("podunavailablebudget").
 		WithOptions(controller.Options{RateLimiter: requeue.RateLimiter()}).
 		Complete(r)
@@ -192,6 +197,11 @@ func (r *Reconciler) budgetsOf(ctx context.Context, obj client.Object) []reconci
 	return out
 }
 
+// budgetsIn requeues every budget of a namespace.
+func (r *Reconciler) budgetsIn(ctx context.Context, ns client.Object) []reconcile.Request {
+	return r.budgetsOf(ctx, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns.GetName()}})
+}
+
 // Reconcile recomputes one budget's status and writes it if it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pub := &policyv1alpha1.PodUnavailableBudget{}
@@ -212,7 +222,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	computed.Status.Conditions = slices.Clone(pub.Status.Conditions)
-	if r.protecting(pub, &computed.Status) {
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, types.NamespacedName{Name: pub.Namespace}, ns); err != nil {
+		return reconcile.Result{}, err
+	}
+	if r.protecting(pub, ns, &computed.Status) {
 		in := meta.FindStatusCondition(computed.Status.Conditions, policyv1alpha1.ConditionProtecting)
 		r.Recorder.Eventf(pub, nil, eventType(in.Status), in.Reason, "Reconcile", "%s", in.Message)
 	}
@@ -239,15 +253,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: after}, nil
 }
 
-// protecting sets the Protecting condition: False when the pod webhooks
-// leave the budget's namespace out, so nothing it says is enforced. It
-// reports whether the condition changed.
-func (r *Reconciler) protecting(pub *policyv1alpha1.PodUnavailableBudget, status *policyv1alpha1.PodUnavailableBudgetStatus) bool {
-	c := metav1.Condition{Type: policyv1alpha1.ConditionProtecting, Status: metav1.ConditionTrue, Reason: "WebhooksServeNamespace",
-		Message: "Lifeline's pod webhooks judge the disruptions of this namespace", ObservedGeneration: pub.Generation}
-	if slices.Contains(r.unserved(), pub.Namespace) {
-		c.Status, c.Reason = metav1.ConditionFalse, "NamespaceNotServed"
-		c.Message = fmt.Sprintf("Lifeline's pod webhooks leave namespace %s out: no disruption there is judged against this budget", pub.Namespace)
+// protecting sets the Protecting condition from the budget's namespace:
+// True only where the disruption webhooks fail closed. It reports
+// whether the condition changed.
+func (r *Reconciler) protecting(pub *policyv1alpha1.PodUnavailableBudget, ns *corev1.Namespace, status *policyv1alpha1.PodUnavailableBudgetStatus) bool {
+	state := protection.StateOf(pub.Namespace, ns.Labels, protection.Disruptions, r.unserved(), r.ManagerNamespace)
+	c := metav1.Condition{Type: policyv1alpha1.ConditionProtecting, Status: metav1.ConditionFalse, Reason: state.Reason,
+		Message: state.Message, ObservedGeneration: pub.Generation}
+	if state.InForce {
+		c.Status = metav1.ConditionTrue
 	}
 	old := meta.FindStatusCondition(status.Conditions, c.Type)
 	meta.SetStatusCondition(&status.Conditions, c)

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/protection"
 )
 
 func TestPodChange(t *testing.T) {
@@ -42,31 +43,38 @@ func TestPodChange(t *testing.T) {
 	}
 }
 
-// A budget in a namespace the pod webhooks leave out says so in its
-// Protecting condition; elsewhere the condition is True; a change is
-// reported once.
+// A budget's Protecting condition is True only in a namespace labelled
+// for fail-closed disruption webhooks; in a system namespace, the
+// manager's own or one not labelled yet it is False with the reason; a
+// change is reported once.
 func TestProtecting(t *testing.T) {
-	r := &Reconciler{}
+	r := &Reconciler{ManagerNamespace: "lifeline-system"}
+	labelled := map[string]string{protection.Disruptions.Label(): "true"}
 	for _, c := range []struct {
 		namespace string
+		labels    map[string]string
 		status    metav1.ConditionStatus
 		reason    string
 	}{
-		{"shop", metav1.ConditionTrue, "WebhooksServeNamespace"},
-		{"kube-system", metav1.ConditionFalse, "NamespaceNotServed"},
-		{"kube-node-lease", metav1.ConditionFalse, "NamespaceNotServed"},
+		{"shop", labelled, metav1.ConditionTrue, "WebhooksServeNamespace"},
+		{"shop", nil, metav1.ConditionFalse, "NamespaceNotLabelled"},
+		{"shop", map[string]string{protection.Disruptions.Label(): "false"}, metav1.ConditionFalse, "NamespaceNotLabelled"},
+		{"lifeline-system", labelled, metav1.ConditionFalse, "ManagerNamespace"},
+		{"kube-system", labelled, metav1.ConditionFalse, "NamespaceNotServed"},
+		{"kube-node-lease", nil, metav1.ConditionFalse, "NamespaceNotServed"},
 	} {
 		pub := &policyv1alpha1.PodUnavailableBudget{ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, Name: "b"}}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.namespace, Labels: c.labels}}
 		status := &policyv1alpha1.PodUnavailableBudgetStatus{}
-		if !r.protecting(pub, status) {
-			t.Errorf("%s: a new condition not reported as a change", c.namespace)
+		if !r.protecting(pub, ns, status) {
+			t.Errorf("%s %v: a new condition not reported as a change", c.namespace, c.labels)
 		}
 		got := meta.FindStatusCondition(status.Conditions, policyv1alpha1.ConditionProtecting)
 		if got == nil || got.Status != c.status || got.Reason != c.reason {
-			t.Errorf("%s: condition %+v, want %s %s", c.namespace, got, c.status, c.reason)
+			t.Errorf("%s %v: condition %+v, want %s %s", c.namespace, c.labels, got, c.status, c.reason)
 		}
-		if r.protecting(pub, status) {
-			t.Errorf("%s: an unchanged condition reported as a change", c.namespace)
+		if r.protecting(pub, ns, status) {
+			t.Errorf("%s %v: an unchanged condition reported as a change", c.namespace, c.labels)
 		}
 	}
 }

@@ -27,9 +27,12 @@ import (
 // WhitelistKey is the ConfigMap key listing StatefulSet-like kinds.
 const WhitelistKey = "PPS_Watch_Custom_Workload_WhiteList"
 
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
+// The whitelist ConfigMap is read by name in the manager's namespace. A
+// whitelisted kind is read live by name, and nothing here can know which
+// kinds a cluster whitelists: the chart's persistentPodState.workloads
+// grants get on them (OpenKruise grants get on every resource instead).
+// +kubebuilder:rbac:groups="",namespace=lifeline-system,resources=configmaps,resourceNames=kruise-configuration,verbs=get
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=*,resources=*,verbs=get
 
 // IsStatefulSet reports a StatefulSet kind: native (apps) or OpenKruise's
 // Advanced StatefulSet (apps.kruise.io).

@@ -1,0 +1,68 @@
+package protection
+
+import (
+	"reflect"
+	"testing"
+)
+
+// The plan labels a namespace for each kind its objects ask for, removes
+// a label no object asks for any more, never labels an exempt namespace
+// (and takes a label there away), and leaves labels it does not know.
+func TestPlan(t *testing.T) {
+	kinds := []Kind{Disruptions, Placement}
+	on := map[string]string{Disruptions.Label(): "true"}
+	budget := Holder{Kind: Disruptions, Name: "PodUnavailableBudget/web"}
+	state := Holder{Kind: Placement, Name: "PersistentPodState/db"}
+	for _, c := range []struct {
+		name    string
+		labels  map[string]string
+		holders []Holder
+		exempt  bool
+		want    []Change
+	}{
+		{"nothing asks", nil, nil, false, nil},
+		{"a budget", nil, []Holder{budget}, false, []Change{{Kind: Disruptions, On: true, By: budget.Name}}},
+		{"already labelled", on, []Holder{budget}, false, nil},
+		{"the first holder is named", nil, []Holder{budget, {Kind: Disruptions, Name: "CloneSet/x"}}, false, []Change{{Kind: Disruptions, On: true, By: budget.Name}}},
+		{"both kinds", nil, []Holder{state, budget}, false, []Change{{Kind: Disruptions, On: true, By: budget.Name}, {Kind: Placement, On: true, By: state.Name}}},
+		{"the last holder gone", on, nil, false, []Change{{Kind: Disruptions}}},
+		{"a label set by hand to another value", map[string]string{Disruptions.Label(): "yes"}, nil, false, []Change{{Kind: Disruptions}}},
+		{"a wrong value with a holder", map[string]string{Disruptions.Label(): "false"}, []Holder{budget}, false, []Change{{Kind: Disruptions, On: true, By: budget.Name}}},
+		{"exempt", nil, []Holder{budget}, true, nil},
+		{"exempt but labelled", on, []Holder{budget}, true, []Change{{Kind: Disruptions}}},
+		{"an unknown kind's label is left", map[string]string{LabelPrefix + "other": "true"}, nil, false, nil},
+	} {
+		if got := Plan(c.labels, c.holders, c.exempt, kinds); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestTwin(t *testing.T) {
+	if got := Twin("vpodeviction.lifeline.dev"); got != "vpodeviction-open.lifeline.dev" {
+		t.Errorf("Twin: %s", got)
+	}
+}
+
+// The state of a namespace's protection, for a budget's condition.
+func TestStateOf(t *testing.T) {
+	on := map[string]string{Disruptions.Label(): "true"}
+	unserved := []string{"kube-system"}
+	for _, c := range []struct {
+		ns     string
+		labels map[string]string
+		in     bool
+		reason string
+	}{
+		{"shop", on, true, "WebhooksServeNamespace"},
+		{"shop", nil, false, "NamespaceNotLabelled"},
+		{"shop", map[string]string{Placement.Label(): "true"}, false, "NamespaceNotLabelled"},
+		{"lifeline-system", on, false, "ManagerNamespace"},
+		{"kube-system", on, false, "NamespaceNotServed"},
+	} {
+		got := StateOf(c.ns, c.labels, Disruptions, unserved, "lifeline-system")
+		if got.InForce != c.in || got.Reason != c.reason || got.Message == "" {
+			t.Errorf("%s %v: %+v, want %v %s", c.ns, c.labels, got, c.in, c.reason)
+		}
+	}
+}
