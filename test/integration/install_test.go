@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
-
 )
 
 // kubectl apply -k config/default works as it is: the API server accepts
@@ -142,4 +141,3 @@ func managerDefaults(t *testing.T) map[string]string {
 	}
 	return defaults
 }
-
