@@ -16,6 +16,10 @@ all: build
 build: ## Build every binary of the main module into bin/.
 	$(GO) build -o bin/ ./cmd/...
 
+.PHONY: images
+images: ## Build the manager and bridge images as tarballs in bin/images, without Docker (REGISTRY, TAG to name them).
+	$(GO) run ./hack/images $(if $(REGISTRY),-registry=$(REGISTRY)) $(if $(TAG),-tag=$(TAG))
+
 .PHONY: dev
 dev: ## Run a local cluster with Lifeline and the demo; Ctrl-C tears it down.
 	$(DEVCTL) up
@@ -29,14 +33,19 @@ registry: ## With make dev running: show the demo pods next to the service regis
 	$(DEVCTL) registry
 
 .PHONY: generate
-generate: ## Regenerate deepcopy functions, CRDs and RBAC from the API markers.
+generate: ## Regenerate deepcopy functions, CRDs, RBAC and webhook configurations from the markers, and the chart's copies of them.
 	@CONTROLLER_GEN=$$($(DEVCTL) bin controller-gen) && \
 	  (cd api && $$CONTROLLER_GEN object paths=./...) && \
 	  $$CONTROLLER_GEN crd rbac:roleName=lifeline-manager webhook paths=./cmd/lifeline-manager/... paths=./internal/... paths=github.com/lifeline-k8s/lifeline/api/... \
 	    output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 	    output:webhook:artifacts:config=config/webhook && \
 	  (cd pkg && $$CONTROLLER_GEN rbac:roleName=lifeline-bridge paths=./hook/... output:rbac:dir=../config/bridge) && \
-	  $(GO) run ./hack/webhookselectors
+	  $(GO) run ./hack/webhookselectors && \
+	  rm -rf charts/lifeline/crds charts/lifeline/files && mkdir -p charts/lifeline/crds charts/lifeline/files && \
+	  cp config/crd/bases/*.yaml charts/lifeline/crds/ && \
+	  cp config/rbac/role.yaml charts/lifeline/files/manager-role.yaml && \
+	  cp config/bridge/role.yaml charts/lifeline/files/bridge-role.yaml && \
+	  cp config/webhook/manifests.yaml charts/lifeline/files/webhooks.yaml
 
 .PHONY: verify-generated
 verify-generated: ## Fail when committed generated files differ from fresh ones.

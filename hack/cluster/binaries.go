@@ -35,6 +35,7 @@ var binaries = []binary{
 	{"controller-gen", "hack/tools", "sigs.k8s.io/controller-tools", "sigs.k8s.io/controller-tools/cmd/controller-gen"},
 	{"kwok", "hack/tools/kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok"},
 	{"consul", "hack/tools/consul", "github.com/hashicorp/consul", "github.com/hashicorp/consul"},
+	{"helm", "hack/tools/helm", "helm.sh/helm/v4", "helm.sh/helm/v4/cmd/helm"},
 }
 
 // BinaryNames lists every binary Binary can return.

@@ -110,6 +110,9 @@ type BridgeOptions struct {
 	// Name is the process name (default lifeline-bridge), so that two
 	// bridges can run side by side.
 	Name string
+	// Bin runs this binary (one unpacked from the image) instead of
+	// building it.
+	Bin string
 }
 
 // Bridge is a running lifeline-bridge.
@@ -126,12 +129,15 @@ type Bridge struct {
 // generated ClusterRole config/bridge, with leader election. It returns
 // once the bridge is ready.
 func (c *Cluster) StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, error) {
-	bin := filepath.Join(o.Dir, "bin", "lifeline-bridge")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/lifeline-bridge")
-	build.Dir = o.Root
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		return nil, fmt.Errorf("building lifeline-bridge: %w", err)
+	bin := o.Bin
+	if bin == "" {
+		bin = filepath.Join(o.Dir, "bin", "lifeline-bridge")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/lifeline-bridge")
+		build.Dir = o.Root
+		build.Stdout, build.Stderr = os.Stdout, os.Stderr
+		if err := build.Run(); err != nil {
+			return nil, fmt.Errorf("building lifeline-bridge: %w", err)
+		}
 	}
 	kubeconfig, err := c.hookOperatorIdentity(ctx, o.Root, "lifeline-bridge")
 	if err != nil {

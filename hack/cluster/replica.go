@@ -1,11 +1,13 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -14,6 +16,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,9 +30,16 @@ type Replicas struct {
 	Second *Lifeline
 	// Served counts the admission requests sent to each replica.
 	Served [2]atomic.Int64
+	// Failed counts the admission requests no replica answered: the API
+	// server then applied the webhook's failure policy.
+	Failed atomic.Int64
 
 	first, balanced int
 	server          *http.Server
+	stop            context.CancelFunc
+	// ready says which replicas answer their readiness check, as a
+	// Service's endpoints would.
+	ready [2]atomic.Bool
 }
 
 // StartReplica starts a second lifeline-manager like l (the same binary,
@@ -42,11 +52,17 @@ type Replicas struct {
 // it trusts them. Only one replica leads the controllers; both admit.
 // Stop undoes it all.
 func (c *Cluster) StartReplica(ctx context.Context, l *Lifeline) (*Replicas, error) {
+	return c.StartReplicaFrom(ctx, l, l.bin)
+}
+
+// StartReplicaFrom is StartReplica with the second replica running bin
+// (one unpacked from the image).
+func (c *Cluster) StartReplicaFrom(ctx context.Context, l *Lifeline, bin string) (*Replicas, error) {
 	ports, err := FreePorts(4)
 	if err != nil {
 		return nil, err
 	}
-	second := &Lifeline{Name: l.Name + "-2", MetricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", ports[0]), Scraper: l.Scraper, bin: l.bin,
+	second := &Lifeline{Name: l.Name + "-2", MetricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", ports[0]), Scraper: l.Scraper, bin: bin,
 		readyz: fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]), webhookPort: ports[2]}
 	for _, arg := range l.args {
 		flag, _, _ := strings.Cut(arg, "=")
@@ -69,7 +85,7 @@ func (c *Cluster) StartReplica(ctx context.Context, l *Lifeline) (*Replicas, err
 		return nil, err
 	}
 	r := &Replicas{Second: second, first: l.webhookPort, balanced: ports[3]}
-	if err := r.serve(ctx, c, []int{l.webhookPort, second.webhookPort}); err != nil {
+	if err := r.serve(ctx, c, []int{l.webhookPort, second.webhookPort}, []string{l.readyz, second.readyz}); err != nil {
 		return nil, err
 	}
 	if err := c.pointWebhooks(ctx, r.balanced); err != nil {
@@ -81,16 +97,21 @@ func (c *Cluster) StartReplica(ctx context.Context, l *Lifeline) (*Replicas, err
 // Stop points the webhooks back at the first replica and stops the
 // balancer and the second replica.
 func (r *Replicas) Stop(ctx context.Context, c *Cluster) error {
+	r.stop()
 	return errors.Join(c.pointWebhooks(ctx, r.first), r.server.Close(), c.StopProcess(r.Second.Name, syscall.SIGTERM))
 }
 
-func (r *Replicas) serve(ctx context.Context, c *Cluster, backends []int) error {
+// serve runs the balancer as a Service with kube-proxy would: requests go
+// to the ready replicas in turn (readiness polled every 100ms, as the
+// endpoints follow the kubelet's probes), and a request whose connection
+// is refused (so it never reached the replica) goes to the other.
+func (r *Replicas) serve(ctx context.Context, c *Cluster, backends []int, readyz []string) error {
 	kc, err := client.New(c.Config, client.Options{})
 	if err != nil {
 		return err
 	}
 	secret := &corev1.Secret{}
-	if err := kc.Get(ctx, client.ObjectKey{Namespace: "lifeline-system", Name: "lifeline-webhook-certs"}, secret); err != nil {
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: ManagerNamespace, Name: "lifeline-webhook-certs"}, secret); err != nil {
 		return err
 	}
 	cert, err := tls.X509KeyPair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
@@ -99,14 +120,20 @@ func (r *Replicas) serve(ctx context.Context, c *Cluster, backends []int) error 
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(secret.Data["ca.crt"])
-	var next atomic.Int64
+	pollCtx, stop := context.WithCancel(context.Background())
+	r.stop = stop
+	for i := range readyz {
+		r.ready[i].Store(true)
+		go r.pollReady(pollCtx, i, readyz[i])
+	}
 	proxy := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			i := int(next.Add(1)) % len(backends)
-			r.Served[i].Add(1)
-			pr.SetURL(&url.URL{Scheme: "https", Host: fmt.Sprintf("localhost:%d", backends[i])})
+		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(&url.URL{Scheme: "https", Host: "replicas"}) },
+		Transport: &failover{r: r, backends: backends,
+			base: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 100}},
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			r.Failed.Add(1)
+			http.Error(w, err.Error(), http.StatusBadGateway)
 		},
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 100},
 	}
 	ln, err := tls.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", r.balanced), &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}})
 	if err != nil {
@@ -115,6 +142,57 @@ func (r *Replicas) serve(ctx context.Context, c *Cluster, backends []int) error 
 	r.server = &http.Server{Handler: proxy}
 	go func() { _ = r.server.Serve(ln) }()
 	return nil
+}
+
+func (r *Replicas) pollReady(ctx context.Context, i int, readyz string) {
+	probe := &http.Client{Timeout: time.Second}
+	for ctx.Err() == nil {
+		resp, err := probe.Get(readyz)
+		ok := err == nil && resp.StatusCode == http.StatusOK
+		if resp != nil {
+			resp.Body.Close()
+		}
+		r.ready[i].Store(ok)
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// failover sends each request to the next ready replica, and to another
+// when the connection is refused.
+type failover struct {
+	r        *Replicas
+	backends []int
+	base     http.RoundTripper
+	next     atomic.Int64
+}
+
+func (f *failover) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	start := int(f.next.Add(1))
+	var last error
+	for k := range f.backends {
+		i := (start + k) % len(f.backends)
+		if !f.r.ready[i].Load() && k < len(f.backends)-1 {
+			continue
+		}
+		out := req.Clone(req.Context())
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.URL.Host, out.Host = fmt.Sprintf("localhost:%d", f.backends[i]), ""
+		f.r.Served[i].Add(1)
+		resp, err := f.base.RoundTrip(out)
+		var op *net.OpError
+		if err == nil || !errors.As(err, &op) || op.Op != "dial" {
+			return resp, err // delivered, or maybe delivered: never sent twice
+		}
+		last = err
+	}
+	return nil, last
 }
 
 // pointWebhooks points every installed Lifeline webhook at port on

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -292,6 +293,17 @@ func TestPersistentPodStateStatefulSetLike(t *testing.T) {
 		Data: map[string]string{"PPS_Watch_Custom_Workload_WhiteList": `{"workloads":[{"Group":"example.lifeline.dev","Version":"v1","Kind":"Shard"}]}`}}
 	create(t, whitelist)
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), whitelist) })
+	// A whitelisted kind is read by name, with a grant the user gives
+	// (the chart's features.persistentPodState.workloads): the manager's
+	// own role reads no kind it does not know.
+	grant := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "lifeline-manager-pps-workloads"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"example.lifeline.dev"}, Resources: []string{"shards"}, Verbs: []string{"get"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "lifeline-manager-pps-workloads"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: grant.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "lifeline-manager"}}}
+	create(t, grant)
+	create(t, binding)
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), binding); _ = k8s.Delete(context.Background(), grant) })
 
 	shard := &unstructured.Unstructured{}
 	shard.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.lifeline.dev", Version: "v1", Kind: "Shard"})

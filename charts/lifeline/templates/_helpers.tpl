@@ -1,0 +1,31 @@
+{{- define "lifeline.labels" -}}
+app.kubernetes.io/name: lifeline
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end }}
+
+{{- define "lifeline.selector" -}}
+app.kubernetes.io/name: lifeline
+app.kubernetes.io/component: manager
+{{- end }}
+
+{{- define "lifeline.bridgeSelector" -}}
+app.kubernetes.io/name: lifeline
+app.kubernetes.io/component: bridge
+{{- end }}
+
+{{/* The generated files name lifeline-system; the release namespace replaces it. */}}
+{{- define "lifeline.generated" -}}
+{{- $root := index . 0 -}}
+{{- $file := index . 1 -}}
+{{- range $doc := splitList "\n---\n" ($root.Files.Get $file | replace "lifeline-system" $root.Release.Namespace) }}
+{{- if trim $doc }}
+{{- $obj := fromYaml $doc }}
+{{- $_ := set $obj.metadata "labels" (merge (default (dict) $obj.metadata.labels) (include "lifeline.labels" $root | fromYaml)) }}
+---
+{{ toYaml $obj }}
+{{- end }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,162 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
+)
+
+// The chart lints clean and renders, with its defaults and with each file
+// of charts/lifeline/ci (together every documented option), into objects
+// the API server accepts (server-side dry run). CRDs the chart's optional
+// objects need from other projects (ServiceMonitor, cert-manager's Issuer
+// and Certificate) are stand-ins that check kind and metadata only.
+func TestChartRendersAndPassesDryRun(t *testing.T) {
+	helm := helmBinary(t)
+	chart := filepath.Join(repoRoot, "charts", "lifeline")
+	ensureNamespace(t, "lifeline-system")
+	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-f", filepath.Join("testdata", "stub-crds.yaml")).CombinedOutput(); err != nil {
+		t.Fatalf("stand-in CRDs: %v\n%s", err, out)
+	}
+	files, err := filepath.Glob(filepath.Join(chart, "ci", "*-values.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no values files in %s/ci: %v", chart, err)
+	}
+	for _, values := range files {
+		t.Run(filepath.Base(values), func(t *testing.T) {
+			if out, err := exec.Command(helm, "lint", "--strict", "-f", values, chart).CombinedOutput(); err != nil {
+				t.Fatalf("helm lint: %v\n%s", err, out)
+			}
+			rendered := helmTemplate(t, helm, chart, "-f", values)
+			dry := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "--server-side", "--dry-run=server", "--force-conflicts", "-f", "-")
+			dry.Stdin = bytes.NewReader(rendered)
+			if out, err := dry.CombinedOutput(); err != nil {
+				t.Fatalf("server-side dry run: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// The schema refuses values the chart cannot honour, naming the field.
+func TestChartSchemaRefusesBadValues(t *testing.T) {
+	helm := helmBinary(t)
+	chart := filepath.Join(repoRoot, "charts", "lifeline")
+	for _, c := range []struct{ set, field string }{
+		{"replicas=0", "/replicas"},
+		{"certificates.mode=vault", "/certificates/mode"},
+		{"features.hookWaitWarning=soon", "/features/hookWaitWarning"},
+		{"replica=2", "'replica'"},
+	} {
+		out, err := exec.Command(helm, "template", "lifeline", chart, "--set", c.set).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), c.field) {
+			t.Errorf("--set %s: %v, want a schema error naming %s\n%s", c.set, err, c.field, out)
+		}
+	}
+}
+
+// The chart and config/default install the same objects under the same
+// names: the same webhook configurations, webhook for webhook, the same
+// roles and the same Services, Deployment and PodDisruptionBudget.
+func TestChartAgreesWithConfigDefault(t *testing.T) {
+	helm := helmBinary(t)
+	fromChart := byKindName(t, helmTemplate(t, helm, filepath.Join(repoRoot, "charts", "lifeline")))
+	kustomized, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, "config", "default")).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromKustomize := byKindName(t, kustomized)
+	for key := range fromKustomize {
+		if _, ok := fromChart[key]; !ok && !strings.HasPrefix(key, "Namespace/") {
+			t.Errorf("config/default installs %s, the chart does not", key)
+		}
+	}
+	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
+		for key := range fromKustomize {
+			if !strings.HasPrefix(key, kind+"/") {
+				continue
+			}
+			var a, b map[string]any
+			if err := yaml.Unmarshal(fromKustomize[key], &a); err != nil {
+				t.Fatal(err)
+			}
+			if err := yaml.Unmarshal(fromChart[key], &b); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(a["webhooks"], b["webhooks"]) {
+				t.Errorf("%s: the chart's webhooks differ from config/default's", key)
+			}
+		}
+	}
+	var v admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := yaml.Unmarshal(fromChart["ValidatingWebhookConfiguration/lifeline-validating-webhooks"], &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range v.Webhooks {
+		if w.FailurePolicy != nil && *w.FailurePolicy == admissionregistrationv1.Fail && w.NamespaceSelector != nil {
+			for _, e := range w.NamespaceSelector.MatchExpressions {
+				if e.Key == corev1.LabelMetadataName && !slices.Contains(e.Values, "lifeline-system") {
+					t.Errorf("%s fails closed and may select the release namespace: %v", w.Name, e.Values)
+				}
+			}
+		}
+	}
+}
+
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	helm, err := cluster.Binary(context.Background(), "helm", os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return helm
+}
+
+func helmTemplate(t *testing.T, helm, chart string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(helm, append([]string{"template", "lifeline", chart, "--namespace", "lifeline-system", "--include-crds"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template %v: %v\n%s", args, err, stderr.String())
+	}
+	return out
+}
+
+// byKindName splits rendered YAML into its documents by kind/name.
+func byKindName(t *testing.T, rendered []byte) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, doc := range strings.Split(string(rendered), "\n---\n") {
+		var meta metav1.PartialObjectMetadata
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatal(err)
+		}
+		if meta.Kind != "" {
+			out[meta.Kind+"/"+meta.Name] = []byte(doc)
+		}
+	}
+	return out
+}
+
+func ensureNamespace(t *testing.T, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := k8s.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
