@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -42,6 +43,9 @@ type options struct {
 	leaderElect          bool
 	leaderElectNamespace string
 	namespace            string
+	leaseDuration        time.Duration
+	renewDeadline        time.Duration
+	retryPeriod          time.Duration
 	webhookPort          int
 	webhookHost          string
 	certDir              string
@@ -60,6 +64,9 @@ func run() error {
 	flag.StringVar(&o.namespace, "namespace", podNamespace(),
 		"The manager's own namespace: it holds the leader election lease and is never protected by fail-closed webhooks, so that the manager can always be repaired. Defaults to the pod's namespace, or lifeline-system outside a cluster.")
 	flag.StringVar(&o.leaderElectNamespace, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to --namespace.")
+	flag.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a replica waits, after the leader stopped renewing, before it takes over: the controllers' failover time when a leader dies without handing the lease back.")
+	flag.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader tries to renew before it stops leading.")
+	flag.DurationVar(&o.retryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to take or renew the lease.")
 	flag.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
 	flag.StringVar(&o.webhookHost, "webhook-host", "", "Address the admission webhook server binds to; empty means all interfaces.")
 	flag.StringVar(&o.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Folder of the webhook serving certificate (tls.crt, tls.key).")
@@ -69,6 +76,9 @@ func run() error {
 	flag.StringVar(&o.certs.DNSName, "webhook-dns-name", "lifeline-webhook.lifeline-system.svc", "DNS name the API server reaches the webhook server by; the serving certificate is issued for it.")
 	flag.StringVar(&o.certs.MutatingConfiguration, "webhook-mutating-configuration", "lifeline-mutating-webhooks", "MutatingWebhookConfiguration whose caBundle is kept up to date.")
 	flag.StringVar(&o.certs.ValidatingConfiguration, "webhook-validating-configuration", "lifeline-validating-webhooks", "ValidatingWebhookConfiguration whose caBundle is kept up to date.")
+	flag.DurationVar(&o.certs.ServerCertDuration, "webhook-cert-validity", 0, "How long a self-managed serving certificate is valid; 0 means ten years (its CA's too).")
+	flag.DurationVar(&o.certs.Lookahead, "webhook-cert-lookahead", 0, "A self-managed certificate is renewed once it expires within this; 0 means 90 days.")
+	flag.DurationVar(&o.certs.CheckEvery, "webhook-cert-check-interval", 0, "How often the self-managed certificate's expiry is checked; 0 means every 12 hours.")
 	flag.Float64Var(&o.qps, "kube-api-qps", 20, "Client QPS towards the API server.")
 	flag.IntVar(&o.burst, "kube-api-burst", 30, "Client burst towards the API server.")
 	features := manager.Features()
@@ -106,6 +116,9 @@ func run() error {
 		// Release the lease on shutdown so a restarted or upgraded
 		// manager takes over at once instead of after the lease expires.
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.leaseDuration,
+		RenewDeadline:                 &o.renewDeadline,
+		RetryPeriod:                   &o.retryPeriod,
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    o.webhookHost,
 			Port:    o.webhookPort,

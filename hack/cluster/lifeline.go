@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -169,6 +170,17 @@ func (c *Cluster) waitReady(ctx context.Context, l *Lifeline) error {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
 	})
+}
+
+// WebhookAddr is where the manager serves its webhooks.
+func (l *Lifeline) WebhookAddr() string { return fmt.Sprintf("127.0.0.1:%d", l.webhookPort) }
+
+// WithArgs is l with more flags: restart it (RestartLifeline) to run the
+// same manager differently; restart l to undo it.
+func (l *Lifeline) WithArgs(args ...string) *Lifeline {
+	c := *l
+	c.args = append(slices.Clone(l.args), args...)
+	return &c
 }
 
 // PID returns the process id of a running component, or 0.

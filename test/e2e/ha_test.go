@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
+)
+
+// TestLeaderFailoverMidRollout: two manager replicas serve the webhooks
+// behind a balancer that follows their readiness, as a Service does. The
+// leader is SIGKILLed in the middle of a 200-pod in-place rollout under a
+// budget (20 pods) tighter than the CloneSet's maxUnavailable (30). The
+// other replica takes the lease once it expires and finishes the rollout:
+// judged by the test's own watch of every pod, never more than the budget
+// out of service at once, every pod updated in place through Updating,
+// and no admission request left unanswered during the failover.
+func TestLeaderFailoverMidRollout(t *testing.T) {
+	ctx := context.Background()
+	replicas, err := local.StartReplica(ctx, lifeline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	managers := []*cluster.Lifeline{lifeline, replicas.Second}
+	var killed *cluster.Lifeline
+	defer func() {
+		if killed == lifeline {
+			if err := local.StartLifelineAgain(context.Background(), lifeline); err != nil {
+				t.Errorf("restarting the first manager: %v", err)
+			}
+		}
+		if err := replicas.Stop(context.Background(), local); err != nil && killed != replicas.Second {
+			t.Error(err)
+		}
+	}()
+
+	const replicasN, budgetN = 200, 20
+	ns, cs := newInPlaceCloneSet(t, "failover", replicasN, 30)
+	budget := intstr.FromInt32(budgetN)
+	create(t, newBudget(ns, "failover", policyv1alpha1.PodUnavailableBudgetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "failover"}}, MaxUnavailable: &budget}))
+	waitAvailable(t, ns, "failover", replicasN)
+	before := map[string]types.UID{}
+	for _, p := range clonePods(t, cs) {
+		before[p.Name] = p.UID
+	}
+	states := recordStates(t, ns)
+	outOfService := watchOutOfService(t, ns)
+
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
+	eventually(t, 2*time.Minute, "60 pods on the new image", func(context.Context) (bool, string, error) {
+		n := updatedPods(t, cs)
+		return n >= 60, fmt.Sprintf("%d updated", n), nil
+	})
+	leader := -1
+	eventually(t, 30*time.Second, "one leader among the replicas", func(context.Context) (bool, string, error) {
+		leader = -1
+		for i, m := range managers {
+			if metricAt(m.MetricsURL, "leader_election_master_status", map[string]string{"name": "lifeline-manager.lifeline.dev"}) == 1 {
+				leader = i
+			}
+		}
+		return leader >= 0, "", nil
+	})
+	failedBefore := replicas.Failed.Load()
+	killed = managers[leader]
+	survivor := managers[1-leader]
+	killedAt := time.Now()
+	if err := local.StopProcess(killed.Name, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var failover time.Duration
+	eventually(t, time.Minute, "the other replica leading", func(context.Context) (bool, string, error) {
+		failover = time.Since(killedAt)
+		return metricAt(survivor.MetricsURL, "leader_election_master_status", map[string]string{"name": "lifeline-manager.lifeline.dev"}) == 1, "", nil
+	})
+	updatedAtTakeover := updatedPods(t, cs)
+	waitCloneSet(t, cs, "every pod updated and available", func(c *appsv1alpha1.CloneSet) bool {
+		return settled(replicasN)(c) && c.Status.UpdatedAvailableReplicas == replicasN
+	})
+	refused := replicas.Failed.Load() - failedBefore
+	t.Logf("leader SIGKILLed with %d of %d pods on the new image; the other replica led after %s (%d updated by then); "+
+		"admission requests unanswered since the kill: %d (served: %d and %d); at most %d pods out of service (budget %d, maxUnavailable 30); rollout done %s after the kill",
+		updatedAtTakeover, replicasN, failover.Round(100*time.Millisecond), updatedAtTakeover, refused, replicas.Served[0].Load(), replicas.Served[1].Load(),
+		outOfService(), budgetN, time.Since(killedAt).Round(time.Second))
+	if refused != 0 {
+		t.Errorf("%d admission requests unanswered during the failover, want 0 with a replica serving", refused)
+	}
+	if most := outOfService(); most > budgetN {
+		t.Errorf("%d pods out of service at once, budget %d", most, budgetN)
+	}
+	for _, p := range clonePods(t, cs) {
+		if before[p.Name] != p.UID {
+			t.Errorf("pod %s was recreated", p.Name)
+		}
+		if p.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) || podCondition(&p, corev1.PodReady) != corev1.ConditionTrue {
+			t.Errorf("pod %s ends %s, ready %s", p.Name, p.Labels[pub.LifecycleStateKey], podCondition(&p, corev1.PodReady))
+		}
+		if got := states(p.Name); !slices.Contains(got, string(pub.LifecycleStateUpdating)) {
+			t.Errorf("pod %s states %v: never Updating", p.Name, got)
+		}
+	}
+}
+
+func updatedPods(t *testing.T, cs *appsv1alpha1.CloneSet) int {
+	n := 0
+	for _, p := range clonePods(t, cs) {
+		if p.Spec.Containers[0].Image == "nginx:1.28" {
+			n++
+		}
+	}
+	return n
+}
