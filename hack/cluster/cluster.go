@@ -207,6 +207,11 @@ func (c *Cluster) startControlPlane(ctx context.Context, opts Options) error {
 		"--service-account-signing-key-file=" + saKey,
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--authorization-mode=Node,RBAC",
+		// As hardened clusters (OpenShift among them) run: a controller
+		// may set blockOwnerDeletion on an owner reference only with
+		// update on the owner's finalizers, so the local cluster proves
+		// Lifeline's roles grant what such clusters ask.
+		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
 		"--allow-privileged=true",
 		"--profiling=false",
 	}, auditArgs...)...); err != nil {

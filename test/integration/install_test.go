@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -14,7 +13,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
@@ -30,10 +28,7 @@ import (
 func TestInstallManifestsAgree(t *testing.T) {
 	// The namespace exists, as it would after a first apply: a dry run
 	// creates nothing for the objects after it to land in.
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lifeline-system"}}
-	if err := k8s.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	ensureNamespace(t, "lifeline-system")
 	rendered, err := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, "config", "default")).Output()
 	if err != nil {
 		t.Fatalf("kubectl kustomize config/default: %v", err)

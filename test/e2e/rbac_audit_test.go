@@ -1,0 +1,347 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	"github.com/lifeline-k8s/lifeline/internal/protection"
+)
+
+// unprovable are the rules no probe can show missing, and why they stay.
+var unprovable = map[string]string{}
+
+// TestRBACRuleRemoval removes each rule of the manager's generated roles in
+// turn (from the live ClusterRole or Role), restarts the manager and runs
+// a probe of what it does: become ready, serve metrics, run a CloneSet with
+// a claim template through scale-up, an in-place update and a scale-in,
+// enforce a budget (status, namespace label, event, a refused eviction),
+// count a budget's Deployment through its scale subresource, record a
+// StatefulSet pod in a PersistentPodState. Some step must fail for every
+// rule, or the rule is listed in unprovable with its reason. make test
+// runs three rules; make rbac-audit (LIFELINE_RBAC_AUDIT=all) runs all and
+// prints the table.
+func TestRBACRuleRemoval(t *testing.T) {
+	ctx := context.Background()
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := generatedRoles(t, filepath.Join(root, "config", "rbac", "role.yaml"))
+	if err := probe(t); err != nil {
+		t.Fatalf("the probe fails with every rule in place: %v", err)
+	}
+	only := os.Getenv("LIFELINE_RBAC_AUDIT") // "all", or a part of the rules' descriptions
+	var table []string
+	for _, r := range roles {
+		for i := range r.rules {
+			name := r.describe(i)
+			switch {
+			case only == "all":
+			case only != "":
+				if !strings.Contains(name, only) {
+					continue
+				}
+			case !slices.Contains([]string{"namespaces", "*/scale", "leases [lifeline-manager.lifeline.dev]"}, ruleResources(r.rules[i])):
+				continue
+			}
+			if err := r.apply(ctx, i); err != nil {
+				t.Fatal(err)
+			}
+			failure := restartAndProbe(t)
+			if err := r.apply(ctx, -1); err != nil {
+				t.Fatal(err)
+			}
+			if err := local.RestartLifeline(ctx, lifeline, syscall.SIGTERM); err != nil {
+				t.Fatalf("restarting the manager with every rule: %v", err)
+			}
+			row := fmt.Sprintf("| %s | %s |", name, "no probe failed")
+			switch {
+			case failure != nil:
+				row = fmt.Sprintf("| %s | %s |", name, strings.ReplaceAll(failure.Error(), "|", "/"))
+			case unprovable[name] != "":
+				row = fmt.Sprintf("| %s | no probe failed; kept: %s |", name, unprovable[name])
+			default:
+				t.Errorf("without %s no probe failed, and no reason to keep it is given", name)
+			}
+			table = append(table, row)
+		}
+	}
+	t.Logf("rule removed | first probe that failed\n%s", strings.Join(table, "\n"))
+}
+
+// role is one generated role as it lives in the cluster.
+type role struct {
+	obj   ctrlclient.Object
+	rules []rbacv1.PolicyRule
+}
+
+func generatedRoles(t *testing.T, path string) []*role {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*role
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatal(err)
+		}
+		switch meta.Kind {
+		case "ClusterRole":
+			cr := &rbacv1.ClusterRole{}
+			if err := yaml.Unmarshal([]byte(doc), cr); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, &role{obj: cr, rules: cr.Rules})
+		case "Role":
+			r := &rbacv1.Role{}
+			if err := yaml.Unmarshal([]byte(doc), r); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, &role{obj: r, rules: r.Rules})
+		}
+	}
+	return out
+}
+
+func ruleResources(r rbacv1.PolicyRule) string {
+	s := strings.Join(r.Resources, ",")
+	if len(r.ResourceNames) > 0 {
+		s += " [" + strings.Join(r.ResourceNames, ",") + "]"
+	}
+	return s
+}
+
+func (r *role) describe(i int) string {
+	kind := "ClusterRole"
+	if _, ok := r.obj.(*rbacv1.Role); ok {
+		kind = "Role"
+	}
+	return fmt.Sprintf("%s %s: %s %s", kind, r.obj.GetName(), ruleResources(r.rules[i]), strings.Join(r.rules[i].Verbs, ","))
+}
+
+// apply writes the role without rule skip (-1: with every rule).
+func (r *role) apply(ctx context.Context, skip int) error {
+	var rules []rbacv1.PolicyRule
+	for i, rule := range r.rules {
+		if i != skip {
+			rules = append(rules, rule)
+		}
+	}
+	key := ctrlclient.ObjectKeyFromObject(r.obj)
+	switch r.obj.(type) {
+	case *rbacv1.ClusterRole:
+		live := &rbacv1.ClusterRole{}
+		if err := k8s.Get(ctx, key, live); err != nil {
+			return err
+		}
+		live.Rules = rules
+		return k8s.Update(ctx, live)
+	default:
+		live := &rbacv1.Role{}
+		if err := k8s.Get(ctx, key, live); err != nil {
+			return err
+		}
+		live.Rules = rules
+		return k8s.Update(ctx, live)
+	}
+}
+
+// restartAndProbe restarts the manager as a first install starts it (a
+// fresh cache, fresh permissions, no leader lease yet) and probes it; nil
+// when every step passed.
+func restartAndProbe(t *testing.T) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := local.StopProcess(lifeline.Name, syscall.SIGTERM); err != nil {
+		return err
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.ManagerNamespace, Name: "lifeline-manager.lifeline.dev"}}
+	if err := k8s.Delete(ctx, lease); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := local.StartLifelineAgain(ctx, lifeline); err != nil {
+		return fmt.Errorf("manager ready: %v", err)
+	}
+	return probe(t)
+}
+
+// probe exercises what the manager does, each step within its deadline,
+// and returns the first step that fails.
+func probe(t *testing.T) error {
+	ctx := context.Background()
+	within := func(what string, d time.Duration, cond func(ctx context.Context) (bool, string, error)) error {
+		var last string
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, d, true, func(ctx context.Context) (bool, error) {
+			ok, why, err := cond(ctx)
+			if ctx.Err() == nil {
+				last = why // a reason cut short by the deadline says nothing
+			}
+			return ok, err
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %v (%s)", what, err, last)
+		}
+		return nil
+	}
+	step := func(what string, err error) error {
+		if err != nil {
+			return fmt.Errorf("%s: %v", what, err)
+		}
+		return nil
+	}
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "probe", 2)
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	cs.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{claimTemplate("data", "1Gi")}
+	csReady := func(replicas int32, image string) func(ctx context.Context) (bool, string, error) {
+		return func(ctx context.Context) (bool, string, error) {
+			got := &appsv1alpha1.CloneSet{}
+			if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(cs), got); err != nil {
+				return false, err.Error(), nil
+			}
+			pods := &corev1.PodList{}
+			if err := k8s.List(ctx, pods, ctrlclient.InNamespace(ns)); err != nil {
+				return false, err.Error(), nil
+			}
+			n := 0
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil && p.Spec.Containers[0].Image == image && podCondition(&p, corev1.PodReady) == corev1.ConditionTrue {
+					n++
+				}
+			}
+			return got.Status.ObservedGeneration == got.Generation && got.Status.AvailableReplicas == replicas && n == int(replicas),
+				fmt.Sprintf("%+v, %d ready on %s", got.Status, n, image), nil
+		}
+	}
+	steps := []func() error{
+		func() error {
+			return within("metrics scraped", 10*time.Second, func(context.Context) (bool, string, error) {
+				return metricAt(lifeline.MetricsURL, "controller_runtime_reconcile_total", nil) >= 0, "", nil
+			})
+		},
+		func() error { return step("CloneSet created", k8s.Create(ctx, cs)) },
+		func() error {
+			return within("CloneSet scaled up with claims", 30*time.Second, csReady(2, "nginx:1.27"))
+		},
+		func() error {
+			return within("CloneSet status written", 10*time.Second, func(ctx context.Context) (bool, string, error) {
+				got := &appsv1alpha1.CloneSet{}
+				err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(cs), got)
+				return err == nil && got.Status.UpdateRevision != "", fmt.Sprint(err), nil
+			})
+		},
+		func() error {
+			return step("in-place update requested", k8s.Patch(ctx, cs, ctrlclient.RawPatch("application/merge-patch+json",
+				[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"nginx:1.28"}]}}}}`))))
+		},
+		func() error { return within("pods updated in place", 30*time.Second, csReady(2, "nginx:1.28")) },
+		func() error {
+			return step("CloneSet scaled in", k8s.Patch(ctx, cs, ctrlclient.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":1}}`))))
+		},
+		func() error { return within("a pod deleted", 30*time.Second, csReady(1, "nginx:1.28")) },
+		func() error {
+			zero := intstr.FromInt32(0)
+			return step("budget created", k8s.Create(ctx, newBudget(ns, "probe", policyv1alpha1.PodUnavailableBudgetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "probe"}}, MaxUnavailable: &zero})))
+		},
+		func() error {
+			return within("budget status and namespace protection", 20*time.Second, func(ctx context.Context) (bool, string, error) {
+				b := &policyv1alpha1.PodUnavailableBudget{}
+				nsObj := &corev1.Namespace{}
+				if err := k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "probe"}, b); err != nil {
+					return false, err.Error(), nil
+				}
+				if err := k8s.Get(ctx, ctrlclient.ObjectKey{Name: ns}, nsObj); err != nil {
+					return false, err.Error(), nil
+				}
+				return b.Status.CurrentAvailable == 1 && protection.Protected(nsObj.Labels, protection.Disruptions),
+					fmt.Sprintf("%+v, labels %v", b.Status, nsObj.Labels), nil
+			})
+		},
+		func() error {
+			return within("protection event recorded", 10*time.Second, func(ctx context.Context) (bool, string, error) {
+				// A cluster-scoped object's events go to the default namespace.
+				events, err := client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + ns})
+				if err != nil {
+					return false, err.Error(), nil
+				}
+				return slices.ContainsFunc(events.Items, func(e corev1.Event) bool { return e.Reason == "ProtectionOn" }), fmt.Sprintf("%d events", len(events.Items)), nil
+			})
+		},
+		func() error {
+			pods := &corev1.PodList{}
+			if err := k8s.List(ctx, pods, ctrlclient.InNamespace(ns)); err != nil || len(pods.Items) == 0 {
+				return fmt.Errorf("eviction refused: no pod (%v)", err)
+			}
+			err := client.CoreV1().Pods(ns).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pods.Items[0].Name}})
+			if !apierrors.IsTooManyRequests(err) {
+				return fmt.Errorf("eviction refused: %v, want 429", err)
+			}
+			return nil
+		},
+		func() error {
+			d := kruiseDeployment(ns, "probe-deploy", 1)
+			d.Spec.Template.Labels["pub-controller"] = "false"
+			d.Spec.Selector.MatchLabels["pub-controller"] = "false"
+			if err := k8s.Create(ctx, d); err != nil {
+				return step("Deployment created", err)
+			}
+			if err := k8s.Create(ctx, newBudget(ns, "probe-deploy", policyv1alpha1.PodUnavailableBudgetSpec{
+				TargetReference: &policyv1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name},
+				MaxUnavailable:  ptr.To(intstr.FromInt32(0))})); err != nil {
+				return step("Deployment budget created", err)
+			}
+			return within("a Deployment's budget counting its scale", 20*time.Second, func(ctx context.Context) (bool, string, error) {
+				b := &policyv1alpha1.PodUnavailableBudget{}
+				err := k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "probe-deploy"}, b)
+				return err == nil && b.Status.TotalReplicas == 1 && b.Status.CurrentAvailable == 1, fmt.Sprintf("%+v %v", b.Status, err), nil
+			})
+		},
+		func() error {
+			if err := k8s.Create(ctx, statefulSet(ns, "probe-sts", 1)); err != nil {
+				return step("StatefulSet created", err)
+			}
+			pps := &appsv1alpha1.PersistentPodState{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe-sts"}, Spec: appsv1alpha1.PersistentPodStateSpec{
+				TargetReference:            appsv1alpha1.TargetReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "probe-sts"},
+				RequiredPersistentTopology: &appsv1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{corev1.LabelTopologyZone}}}}
+			if err := k8s.Create(ctx, pps); err != nil {
+				return step("PersistentPodState created", err)
+			}
+			return within("a StatefulSet pod recorded", 30*time.Second, func(ctx context.Context) (bool, string, error) {
+				got := &appsv1alpha1.PersistentPodState{}
+				err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(pps), got)
+				return err == nil && got.Status.PodStates["probe-sts-0"].NodeName != "", fmt.Sprintf("%+v %v", got.Status, err), nil
+			})
+		},
+	}
+	for _, s := range steps {
+		if err := s(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
