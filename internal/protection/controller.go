@@ -3,6 +3,7 @@ package protection
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -63,7 +64,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		seen[key] = true
 		b = b.Watches(s.Object, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetNamespace()}}}
-		}))
+		}), builder.WithPredicates(mayChangeProtection))
 	}
 	return b.Complete(r)
 }
@@ -161,6 +162,16 @@ func (r *Reconciler) count(ctx context.Context, kinds []Kind) error {
 	}
 	return nil
 }
+
+// mayChangeProtection passes a source object's creation and deletion and
+// the updates that can change whether it asks for protection (its spec,
+// its annotations, its deletion), not its status writes: a CloneSet
+// writes its status at every step of a rollout.
+var mayChangeProtection = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, n := e.ObjectOld, e.ObjectNew
+	return o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetAnnotations(), n.GetAnnotations()) ||
+		(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
+}}
 
 // labelsChanged passes a namespace's creation and any change of its
 // protection labels.

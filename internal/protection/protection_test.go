@@ -3,6 +3,9 @@ package protection
 import (
 	"reflect"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 // The plan labels a namespace for each kind its objects ask for, removes
@@ -63,6 +66,30 @@ func TestStateOf(t *testing.T) {
 		got := StateOf(c.ns, c.labels, Disruptions, unserved, "lifeline-system")
 		if got.InForce != c.in || got.Reason != c.reason || got.Message == "" {
 			t.Errorf("%s %v: %+v, want %v %s", c.ns, c.labels, got, c.in, c.reason)
+		}
+	}
+}
+
+// A source's status writes do not requeue its namespace; what can change
+// whether it asks for protection does.
+func TestMayChangeProtection(t *testing.T) {
+	base := func() *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Generation: 1, ResourceVersion: "1", Annotations: map[string]string{"a": "b"}}}
+	}
+	now := metav1.Now()
+	for name, c := range map[string]struct {
+		change func(*metav1.PartialObjectMetadata)
+		want   bool
+	}{
+		"status only":   {func(o *metav1.PartialObjectMetadata) { o.ResourceVersion = "2" }, false},
+		"spec":          {func(o *metav1.PartialObjectMetadata) { o.Generation = 2 }, true},
+		"annotation":    {func(o *metav1.PartialObjectMetadata) { o.Annotations["lifeline.dev/guard-hooks"] = "true" }, true},
+		"being deleted": {func(o *metav1.PartialObjectMetadata) { o.DeletionTimestamp = &now }, true},
+	} {
+		n := base()
+		c.change(n)
+		if got := mayChangeProtection.Update(event.UpdateEvent{ObjectOld: base(), ObjectNew: n}); got != c.want {
+			t.Errorf("%s: %v, want %v", name, got, c.want)
 		}
 	}
 }

@@ -71,7 +71,7 @@ type Options struct {
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // Leader election, so that of several replicas one handles the pods:
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 
 // Add registers an operator that calls h at each moment of the pods of the
 // selected CloneSets and releases their hooks, with mgr. The manager's

@@ -43,16 +43,26 @@ var unprovable = map[string]string{}
 // runs three rules; make rbac-audit (LIFELINE_RBAC_AUDIT=all) runs all and
 // prints the table.
 func TestRBACRuleRemoval(t *testing.T) {
-	ctx := context.Background()
 	root, err := cluster.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	roles := generatedRoles(t, filepath.Join(root, "config", "rbac", "role.yaml"))
-	if err := probe(t); err != nil {
+	restore := func() error { return local.RestartLifeline(context.Background(), lifeline, syscall.SIGTERM) }
+	auditRoles(t, roles, []string{"namespaces", "*/scale", "leases [lifeline-manager.lifeline.dev]"}, restartAndProbe, restore)
+}
+
+// auditRoles removes each selected rule of roles in turn, runs restartAndProbe,
+// puts the rule back and restores; it fails the test for a rule no probe
+// needed, and logs the table. LIFELINE_RBAC_AUDIT selects the rules: "all",
+// a part of their descriptions, or (empty) the rules named in short.
+func auditRoles(t *testing.T, roles []*role, short []string, restartAndProbe func(*testing.T) error, restore func() error) {
+	t.Helper()
+	ctx := context.Background()
+	if err := restartAndProbe(t); err != nil {
 		t.Fatalf("the probe fails with every rule in place: %v", err)
 	}
-	only := os.Getenv("LIFELINE_RBAC_AUDIT") // "all", or a part of the rules' descriptions
+	only := os.Getenv("LIFELINE_RBAC_AUDIT")
 	var table []string
 	for _, r := range roles {
 		for i := range r.rules {
@@ -63,7 +73,7 @@ func TestRBACRuleRemoval(t *testing.T) {
 				if !strings.Contains(name, only) {
 					continue
 				}
-			case !slices.Contains([]string{"namespaces", "*/scale", "leases [lifeline-manager.lifeline.dev]"}, ruleResources(r.rules[i])):
+			case !slices.Contains(short, ruleResources(r.rules[i])):
 				continue
 			}
 			if err := r.apply(ctx, i); err != nil {
@@ -73,8 +83,8 @@ func TestRBACRuleRemoval(t *testing.T) {
 			if err := r.apply(ctx, -1); err != nil {
 				t.Fatal(err)
 			}
-			if err := local.RestartLifeline(ctx, lifeline, syscall.SIGTERM); err != nil {
-				t.Fatalf("restarting the manager with every rule: %v", err)
+			if err := restore(); err != nil {
+				t.Fatalf("restarting with every rule: %v", err)
 			}
 			row := fmt.Sprintf("| %s | %s |", name, "no probe failed")
 			switch {
