@@ -92,8 +92,8 @@ help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 .PHONY: rbac-audit
-rbac-audit: ## Remove each rule of the manager's roles in turn on a local cluster and print which probe fails without it (make test runs three).
-	LIFELINE_RBAC_AUDIT=all $(GO) test -count=1 -timeout 60m ./test/e2e -run TestRBACRuleRemoval -v
+rbac-audit: ## Remove each rule of the manager's and the bridge's roles in turn on a local cluster and print which probe fails without it (make test runs four).
+	LIFELINE_RBAC_AUDIT=all $(GO) test -count=1 -timeout 60m ./test/e2e -run 'TestRBACRuleRemoval|TestBridgeRBACRuleRemoval' -v
 
 .PHONY: bench
 bench: ## Compare CloneSet with Deployment on a local cluster and print the figures.
