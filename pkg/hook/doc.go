@@ -49,7 +49,10 @@
 //	...
 //	mgr.Start(ctrl.SetupSignalHandler())
 //
-// The operator needs to get, list, watch and patch pods, patch pods/status,
-// get, list and watch CloneSets, and create events; the bridge's generated
-// ClusterRole (config/bridge/role.yaml) is exactly that.
+// The operator needs to get, list, watch and patch pods, patch pods/status
+// (a late hook's condition), get, list and watch CloneSets, create events,
+// get, create and update its leader lease, and, to serve metrics to
+// authorized scrapers only, create TokenReviews and SubjectAccessReviews;
+// the bridge's generated ClusterRole (config/bridge/role.yaml) is exactly
+// that, and removing any rule of it breaks the bridge (make rbac-audit).
 package hook
