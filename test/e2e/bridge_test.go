@@ -48,18 +48,7 @@ func TestBridgeKeepsAnEtcdRegistryInStep(t *testing.T) {
 	etcd := r.etcd
 	registry := r.registry
 	ns := newNamespace(t)
-	config := filepath.Join(t.TempDir(), "bridge.yaml")
-	if err := os.WriteFile(config, []byte(fmt.Sprintf(`
-name: registry
-cloneSets: {matchLabels: {registry: enabled}}
-namespace: %s
-port: 8080
-timeout: 3s
-resync: 2s
-etcd: {endpoints: [%q], prefix: /services, ttl: 5s}
-`, ns, registry.Endpoint)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	config := etcdBridgeConfig(t, "registry", "enabled", ns, registry.Endpoint)
 	b, err := local.StartBridge(ctx, cluster.BridgeOptions{Root: root, Dir: local.Dir, Config: config})
 	if err != nil {
 		t.Fatal(err)
@@ -293,4 +282,22 @@ func hasSeq(got []string, want ...string) bool {
 		}
 	}
 	return i == len(want)
+}
+
+// etcdBridgeConfig writes the configuration of a bridge named name for the
+// CloneSets labelled registry=label in ns (every namespace when ""),
+// registering in the etcd at endpoint with a 3s handler timeout, and
+// returns its path.
+func etcdBridgeConfig(t *testing.T, name, label, ns, endpoint string) string {
+	t.Helper()
+	config := fmt.Sprintf("name: %s\ncloneSets: {matchLabels: {registry: %s}}\nport: 8080\ntimeout: 3s\nresync: 2s\n"+
+		"etcd: {endpoints: [%q], prefix: /services, ttl: 5s}\n", name, label, endpoint)
+	if ns != "" {
+		config += "namespace: " + ns + "\n"
+	}
+	path := filepath.Join(t.TempDir(), "bridge.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -96,18 +96,7 @@ func TestImages(t *testing.T) {
 	t.Run("the bridge from its image keeps a registry in step", func(t *testing.T) {
 		r := etcdUnderTest(t, "image-registry-etcd")
 		ns := newNamespace(t)
-		config := filepath.Join(t.TempDir(), "bridge.yaml")
-		if err := os.WriteFile(config, []byte(fmt.Sprintf(`
-name: image
-cloneSets: {matchLabels: {registry: enabled}}
-namespace: %s
-port: 8080
-timeout: 3s
-resync: 2s
-etcd: {endpoints: [%q], prefix: /services, ttl: 5s}
-`, ns, r.registry.Endpoint)), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		config := etcdBridgeConfig(t, "image", "enabled", ns, r.registry.Endpoint)
 		b, err := local.StartBridge(ctx, cluster.BridgeOptions{Root: root, Dir: local.Dir, Config: config, Name: "lifeline-bridge-image", Bin: bins["lifeline-bridge"]})
 		if err != nil {
 			t.Fatal(err)

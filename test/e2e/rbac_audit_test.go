@@ -199,24 +199,28 @@ func restartAndProbe(t *testing.T) error {
 	return probe(t)
 }
 
+// within polls cond until it holds or d passes, and then says what did
+// not happen and the last reason cond gave: a probe step, which the
+// audit reports rather than fails on.
+func within(what string, d time.Duration, cond func(ctx context.Context) (bool, string, error)) error {
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, d, true, func(ctx context.Context) (bool, error) {
+		ok, why, err := cond(ctx)
+		if ctx.Err() == nil {
+			last = why // a reason cut short by the deadline says nothing
+		}
+		return ok, err
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %v (%s)", what, err, last)
+	}
+	return nil
+}
+
 // probe exercises what the manager does, each step within its deadline,
 // and returns the first step that fails.
 func probe(t *testing.T) error {
 	ctx := context.Background()
-	within := func(what string, d time.Duration, cond func(ctx context.Context) (bool, string, error)) error {
-		var last string
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, d, true, func(ctx context.Context) (bool, error) {
-			ok, why, err := cond(ctx)
-			if ctx.Err() == nil {
-				last = why // a reason cut short by the deadline says nothing
-			}
-			return ok, err
-		})
-		if err != nil {
-			return fmt.Errorf("%s: %v (%s)", what, err, last)
-		}
-		return nil
-	}
 	step := func(what string, err error) error {
 		if err != nil {
 			return fmt.Errorf("%s: %v", what, err)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -15,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
@@ -33,17 +31,7 @@ func TestBridgeRBACRuleRemoval(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := etcdUnderTest(t, "audit-registry-etcd")
-	config := filepath.Join(t.TempDir(), "bridge.yaml")
-	if err := os.WriteFile(config, []byte(fmt.Sprintf(`
-name: audit
-cloneSets: {matchLabels: {registry: audit}}
-port: 8080
-timeout: 3s
-resync: 2s
-etcd: {endpoints: [%q], prefix: /services, ttl: 5s}
-`, r.registry.Endpoint)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	config := etcdBridgeConfig(t, "audit", "audit", "", r.registry.Endpoint)
 	b, err := local.StartBridge(context.Background(), cluster.BridgeOptions{Root: root, Dir: local.Dir, Config: config, Name: "lifeline-bridge-audit"})
 	if err != nil {
 		t.Fatal(err)
@@ -75,20 +63,6 @@ etcd: {endpoints: [%q], prefix: /services, ttl: 5s}
 func bridgeProbe(t *testing.T, b *cluster.Bridge, r registryUnderTest) error {
 	etcd := r.etcd
 	ctx := context.Background()
-	within := func(what string, d time.Duration, cond func(ctx context.Context) (bool, string, error)) error {
-		var last string
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, d, true, func(ctx context.Context) (bool, error) {
-			ok, why, err := cond(ctx)
-			if ctx.Err() == nil {
-				last = why
-			}
-			return ok, err
-		})
-		if err != nil {
-			return fmt.Errorf("%s: %v (%s)", what, err, last)
-		}
-		return nil
-	}
 	entries := func(ctx context.Context, ns string) (int, error) {
 		resp, err := etcd.Get(ctx, "/services/"+ns+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 		if err != nil {
