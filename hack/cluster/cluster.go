@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +69,10 @@ type Cluster struct {
 	procs    []*process
 	progress io.Writer
 	kcmArgs  []string
+
+	// scraper reads the components' metrics (Scraper), made once.
+	scraperMu sync.Mutex
+	scraper   *Scraper
 }
 
 // Start builds what is missing, starts etcd, kube-apiserver,

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -30,26 +29,20 @@ type Scraper struct {
 	token  string
 }
 
-var (
-	scrapersMu sync.Mutex
-	scrapers   = map[*Cluster]*Scraper{}
-)
-
 // Scraper returns the cluster's metrics scraper, creating its service
 // account, binding and token the first time.
 func (c *Cluster) Scraper(ctx context.Context) (*Scraper, error) {
-	scrapersMu.Lock()
-	defer scrapersMu.Unlock()
-	if s := scrapers[c]; s != nil {
-		return s, nil
+	c.scraperMu.Lock()
+	defer c.scraperMu.Unlock()
+	if c.scraper != nil {
+		return c.scraper, nil
 	}
 	token, err := ServiceAccountToken(ctx, c.Config, ManagerNamespace, "metrics-scraper", "lifeline-metrics-reader")
 	if err != nil {
 		return nil, fmt.Errorf("a metrics scraper's token: %w", err)
 	}
-	s := NewScraper(token)
-	scrapers[c] = s
-	return s, nil
+	c.scraper = NewScraper(token)
+	return c.scraper, nil
 }
 
 // NewScraper sends token with its requests ("" for none).

@@ -216,22 +216,13 @@ func newHookedInPlaceCloneSet(t *testing.T, name string, markPodNotReady bool) (
 // UID) through Updating, and all end Normal and Ready.
 func TestInPlaceRolloutAcrossControllerRestarts(t *testing.T) {
 	ns, cs := newInPlaceCloneSet(t, "inplace-restart", 20, 2)
-	before := map[string]types.UID{}
-	for _, p := range clonePods(t, cs) {
-		before[p.Name] = p.UID
-	}
-	states := recordStates(t, ns)
+	updatedInPlace := trackInPlace(t, ns, cs)
 	outOfService := watchOutOfService(t, ns)
 
 	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
 	for _, n := range []int{2, 8, 14} {
 		eventually(t, time.Minute, fmt.Sprintf("%d pods on the new image", n), func(context.Context) (bool, string, error) {
-			updated := 0
-			for _, p := range clonePods(t, cs) {
-				if p.Spec.Containers[0].Image == "nginx:1.28" {
-					updated++
-				}
-			}
+			updated := podsOnImage(t, cs, "nginx:1.28")
 			return updated >= n, fmt.Sprintf("%d updated", updated), nil
 		})
 		if err := restartManager(); err != nil {
@@ -239,22 +230,50 @@ func TestInPlaceRolloutAcrossControllerRestarts(t *testing.T) {
 		}
 	}
 	waitCloneSet(t, cs, "every pod updated and available", settled(20))
-	for _, p := range clonePods(t, cs) {
-		if before[p.Name] != p.UID {
-			t.Errorf("pod %s was recreated", p.Name)
-		}
-		if podCondition(&p, pub.InPlaceUpdateReady) != corev1.ConditionTrue || podCondition(&p, corev1.PodReady) != corev1.ConditionTrue ||
-			p.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) {
-			t.Errorf("pod %s ends %s with conditions %+v", p.Name, p.Labels[pub.LifecycleStateKey], p.Status.Conditions)
-		}
-		if got := states(p.Name); !slices.Contains(got, string(pub.LifecycleStateUpdating)) {
-			t.Errorf("pod %s states %v: never Updating", p.Name, got)
-		}
-	}
+	updatedInPlace(t)
 	t.Logf("at most %d out of service", outOfService())
 	if most := outOfService(); most > 2 {
 		t.Errorf("%d pods out of service at once with maxUnavailable 2", most)
 	}
+}
+
+// trackInPlace records the CloneSet's pods and their lifecycle states from
+// now on; the check it returns fails for a pod recreated rather than
+// updated in place, never Updating, or not ending Normal, Ready and
+// InPlaceUpdateReady.
+func trackInPlace(t *testing.T, ns string, cs *appsv1alpha1.CloneSet) func(*testing.T) {
+	t.Helper()
+	before := map[string]types.UID{}
+	for _, p := range clonePods(t, cs) {
+		before[p.Name] = p.UID
+	}
+	states := recordStates(t, ns)
+	return func(t *testing.T) {
+		t.Helper()
+		for _, p := range clonePods(t, cs) {
+			if before[p.Name] != p.UID {
+				t.Errorf("pod %s was recreated", p.Name)
+			}
+			if podCondition(&p, pub.InPlaceUpdateReady) != corev1.ConditionTrue || podCondition(&p, corev1.PodReady) != corev1.ConditionTrue ||
+				p.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) {
+				t.Errorf("pod %s ends %s with conditions %+v", p.Name, p.Labels[pub.LifecycleStateKey], p.Status.Conditions)
+			}
+			if got := states(p.Name); !slices.Contains(got, string(pub.LifecycleStateUpdating)) {
+				t.Errorf("pod %s states %v: never Updating", p.Name, got)
+			}
+		}
+	}
+}
+
+// podsOnImage counts the CloneSet's pods whose first container runs image.
+func podsOnImage(t *testing.T, cs *appsv1alpha1.CloneSet, image string) int {
+	n := 0
+	for _, p := range clonePods(t, cs) {
+		if p.Spec.Containers[0].Image == image {
+			n++
+		}
+	}
+	return n
 }
 
 // watchOutOfService follows the pods of ns and returns the most that were

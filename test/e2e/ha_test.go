@@ -3,17 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"slices"
 	"syscall"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
@@ -52,16 +48,12 @@ func TestLeaderFailoverMidRollout(t *testing.T) {
 	create(t, newBudget(ns, "failover", policyv1alpha1.PodUnavailableBudgetSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "failover"}}, MaxUnavailable: &budget}))
 	waitAvailable(t, ns, "failover", replicasN)
-	before := map[string]types.UID{}
-	for _, p := range clonePods(t, cs) {
-		before[p.Name] = p.UID
-	}
-	states := recordStates(t, ns)
+	updatedInPlace := trackInPlace(t, ns, cs)
 	outOfService := watchOutOfService(t, ns)
 
 	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
 	eventually(t, 2*time.Minute, "60 pods on the new image", func(context.Context) (bool, string, error) {
-		n := updatedPods(t, cs)
+		n := podsOnImage(t, cs, "nginx:1.28")
 		return n >= 60, fmt.Sprintf("%d updated", n), nil
 	})
 	leader := -1
@@ -86,7 +78,7 @@ func TestLeaderFailoverMidRollout(t *testing.T) {
 		failover = time.Since(killedAt)
 		return metricAt(survivor.MetricsURL, "leader_election_master_status", map[string]string{"name": "lifeline-manager.lifeline.dev"}) == 1, "", nil
 	})
-	updatedAtTakeover := updatedPods(t, cs)
+	updatedAtTakeover := podsOnImage(t, cs, "nginx:1.28")
 	waitCloneSet(t, cs, "every pod updated and available", func(c *appsv1alpha1.CloneSet) bool {
 		return settled(replicasN)(c) && c.Status.UpdatedAvailableReplicas == replicasN
 	})
@@ -101,25 +93,5 @@ func TestLeaderFailoverMidRollout(t *testing.T) {
 	if most := outOfService(); most > budgetN {
 		t.Errorf("%d pods out of service at once, budget %d", most, budgetN)
 	}
-	for _, p := range clonePods(t, cs) {
-		if before[p.Name] != p.UID {
-			t.Errorf("pod %s was recreated", p.Name)
-		}
-		if p.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) || podCondition(&p, corev1.PodReady) != corev1.ConditionTrue {
-			t.Errorf("pod %s ends %s, ready %s", p.Name, p.Labels[pub.LifecycleStateKey], podCondition(&p, corev1.PodReady))
-		}
-		if got := states(p.Name); !slices.Contains(got, string(pub.LifecycleStateUpdating)) {
-			t.Errorf("pod %s states %v: never Updating", p.Name, got)
-		}
-	}
-}
-
-func updatedPods(t *testing.T, cs *appsv1alpha1.CloneSet) int {
-	n := 0
-	for _, p := range clonePods(t, cs) {
-		if p.Spec.Containers[0].Image == "nginx:1.28" {
-			n++
-		}
-	}
-	return n
+	updatedInPlace(t)
 }
