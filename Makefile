@@ -33,10 +33,15 @@ registry: ## With make dev running: show the demo pods next to the service regis
 	$(DEVCTL) registry
 
 .PHONY: generate
+# The CRDs serve v1alpha1 only until the conversion webhook and the v1beta1
+# storage land (issue 23); the v1beta1 types and their conversion are in
+# the API module and internal/conversion already.
+CRD_PACKAGES := paths=github.com/lifeline-k8s/lifeline/api/apps/v1alpha1 paths=github.com/lifeline-k8s/lifeline/api/policy/v1alpha1
+
 generate: ## Regenerate deepcopy functions, CRDs, RBAC and webhook configurations from the markers, and the chart's copies of them.
 	@CONTROLLER_GEN=$$($(DEVCTL) bin controller-gen) && \
 	  (cd api && $$CONTROLLER_GEN object paths=./...) && \
-	  $$CONTROLLER_GEN crd rbac:roleName=lifeline-manager webhook paths=./cmd/lifeline-manager/... paths=./internal/... paths=github.com/lifeline-k8s/lifeline/api/... \
+	  $$CONTROLLER_GEN crd rbac:roleName=lifeline-manager webhook paths=./cmd/lifeline-manager/... paths=./internal/... $(CRD_PACKAGES) \
 	    output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 	    output:webhook:artifacts:config=config/webhook && \
 	  (cd pkg && $$CONTROLLER_GEN rbac:roleName=lifeline-bridge paths=./hook/... output:rbac:dir=../config/bridge) && \

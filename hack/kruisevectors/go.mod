@@ -9,6 +9,8 @@ go 1.26.0
 require (
 	github.com/openkruise/kruise v1.9.0
 	k8s.io/apimachinery v0.32.10
+	k8s.io/client-go v0.32.10
+	sigs.k8s.io/controller-runtime v0.20.2
 )
 
 require (
@@ -107,7 +109,6 @@ require (
 	k8s.io/api v0.32.10 // indirect
 	k8s.io/apiextensions-apiserver v0.32.10 // indirect
 	k8s.io/apiserver v0.32.10 // indirect
-	k8s.io/client-go v0.32.10 // indirect
 	k8s.io/cloud-provider v0.32.0 // indirect
 	k8s.io/component-base v0.32.10 // indirect
 	k8s.io/component-helpers v0.32.10 // indirect
@@ -121,7 +122,6 @@ require (
 	k8s.io/mount-utils v0.32.0 // indirect
 	k8s.io/utils v0.0.0-20241104100929-3ea5e8cea738 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.31.0 // indirect
-	sigs.k8s.io/controller-runtime v0.20.2 // indirect
 	sigs.k8s.io/json v0.0.0-20241010143419-9aa6b5e7a4b3 // indirect
 	sigs.k8s.io/structured-merge-diff/v4 v4.4.2 // indirect
 	sigs.k8s.io/yaml v1.4.0 // indirect

@@ -5,6 +5,12 @@
 // own results with these. Run from this folder:
 //
 //	go run . ../../internal/cloneset/revision/testdata/corpus.yaml ../../internal/cloneset/revision/testdata/kruise-v1.9.0.json
+//
+// With "conversion" first, it records instead what OpenKruise's conversion
+// code makes of each object (CloneSet, PodUnavailableBudget,
+// PersistentPodState, either version) in the other version:
+//
+//	go run . conversion ../../internal/conversion/testdata/corpus.yaml ../../internal/conversion/testdata/kruise-v1.9.0.json
 package main
 
 import (
@@ -40,8 +46,15 @@ type Vector struct {
 }
 
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == "conversion" {
+		if err := runConversion(os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, "kruisevectors:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: kruisevectors CORPUS.yaml OUT.json")
+		fmt.Fprintln(os.Stderr, "usage: kruisevectors [conversion] CORPUS.yaml OUT.json")
 		os.Exit(2)
 	}
 	if err := run(os.Args[1], os.Args[2]); err != nil {
