@@ -330,3 +330,87 @@ func TestMarkPodNotReadyOnAPodWithoutTheGate(t *testing.T) {
 	patchPod(t, ns, pod.Name, fmt.Sprintf(`{"metadata":{"labels":{%q:"false"}}}`, drain))
 	waitCloneSet(t, cs, "scaled to 0", settled(0))
 }
+
+// TestSpecifiedDeleteHeldByPreDeleteIsProgressing is OpenKruise's e2e spec
+// "specific delete a Pod, when scalingExcludePreparingDelete is disabled":
+// a pod labelled for deletion and held in PreparingDelete by its hook is no
+// longer available, so the CloneSet is progressing (CloneSetUpdated), not
+// available, while the hook holds it; no replacement is made meanwhile.
+func TestSpecifiedDeleteHeldByPreDeleteIsProgressing(t *testing.T) {
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "held", 3)
+	cs.Spec.Template.Labels["lifecycle-hook"] = "true"
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"lifecycle-hook": "true"}}}
+	cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "available", func(c *appsv1alpha1.CloneSet) bool {
+		p := condition(c, appsv1alpha1.CloneSetConditionTypeProgressing)
+		return settled(3)(c) && p != nil && p.Reason == appsv1alpha1.CloneSetAvailable
+	})
+	victim := clonePods(t, cs)[0].Name
+	patchPod(t, ns, victim, fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, appsv1alpha1.SpecifiedDeleteKey))
+	waitCloneSet(t, cs, "progressing while the hook holds "+victim, func(c *appsv1alpha1.CloneSet) bool {
+		p := condition(c, appsv1alpha1.CloneSetConditionTypeProgressing)
+		return p != nil && p.Reason == appsv1alpha1.CloneSetProgressUpdated && p.Message == "CloneSet is progressing" &&
+			p.Status == corev1.ConditionTrue
+	})
+	pods := clonePods(t, cs)
+	if len(pods) != 3 {
+		t.Errorf("%d pods while %s is held, want 3 (no replacement yet)", len(pods), victim)
+	}
+	for _, p := range pods {
+		if p.Name == victim && p.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStatePreparingDelete) {
+			t.Errorf("%s is %s, want PreparingDelete", victim, p.Labels[pub.LifecycleStateKey])
+		}
+	}
+	patchPod(t, ns, victim, `{"metadata":{"labels":{"lifecycle-hook":null}}}`)
+	waitCloneSet(t, cs, "available again with a replacement", func(c *appsv1alpha1.CloneSet) bool {
+		p := condition(c, appsv1alpha1.CloneSetConditionTypeProgressing)
+		return settled(3)(c) && p != nil && p.Reason == appsv1alpha1.CloneSetAvailable && !slices.Contains(podNames(clonePods(t, c)), victim)
+	})
+}
+
+// TestScaleDownHeldByPreDeleteIsProgressing is OpenKruise's e2e spec
+// "specific scale down with lifecycle and then scale up, when
+// scalingExcludePreparingDelete is enabled": as soon as the removed pod is
+// seen in PreparingDelete, the status counts it (replicas 3) and says the
+// CloneSet is progressing; a scale-up back to 3 then makes a new pod rather
+// than reviving the held one (replicas 4).
+func TestScaleDownHeldByPreDeleteIsProgressing(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "scaled", 3)
+	cs.Labels = map[string]string{appsv1alpha1.CloneSetScalingExcludePreparingDeleteKey: "true"}
+	cs.Spec.Template.Labels["lifecycle-hook"] = "true"
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"lifecycle-hook": "true"}}}
+	cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "available", func(c *appsv1alpha1.CloneSet) bool {
+		p := condition(c, appsv1alpha1.CloneSetConditionTypeProgressing)
+		return settled(3)(c) && p != nil && p.Reason == appsv1alpha1.CloneSetAvailable
+	})
+	victim := clonePods(t, cs)[0].Name
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) {
+		c.Spec.Replicas = ptr.To[int32](2)
+		c.Spec.ScaleStrategy.PodsToDelete = []string{victim}
+	})
+	eventually(t, 10*time.Second, victim+" in PreparingDelete", func(ctx context.Context) (bool, string, error) {
+		pod := &corev1.Pod{}
+		if err := k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: victim}, pod); err != nil {
+			return false, "", err
+		}
+		state := pod.Labels[pub.LifecycleStateKey]
+		return state == string(pub.LifecycleStatePreparingDelete), state, nil
+	})
+	// One read, as OpenKruise's spec does: the status written with the
+	// transition already says so.
+	if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(cs), cs); err != nil {
+		t.Fatal(err)
+	}
+	p := condition(cs, appsv1alpha1.CloneSetConditionTypeProgressing)
+	if cs.Status.Replicas != 3 || p == nil || p.Reason != appsv1alpha1.CloneSetProgressUpdated || p.Message != "CloneSet is progressing" {
+		t.Errorf("right after %s went PreparingDelete: replicas %d, Progressing %+v; want 3 and CloneSetUpdated", victim, cs.Status.Replicas, p)
+	}
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To[int32](3) })
+	waitCloneSet(t, cs, "a new pod beside the held one", func(c *appsv1alpha1.CloneSet) bool { return c.Status.Replicas == 4 })
+}

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -115,9 +116,17 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 
 // Reconcile moves one CloneSet one step towards its spec, in five phases:
 // read a snapshot (only once the cache shows our own writes; reading writes
-// nothing), make the planned revision write, plan and execute one step,
-// write the status, and tidy up (podsToDelete, revision history, hook-wait
-// warnings).
+// nothing), make the planned revision write, write the status computed
+// from the snapshot, plan and execute one step (writing the status again
+// only if a failure condition changed), and tidy up (podsToDelete,
+// revision history, hook-wait warnings).
+//
+// The status goes before the step, not after it: whoever sees a pod this
+// step changed (a pod turned PreparingDelete by a scale-down) then finds
+// the status already computed for that step, as OpenKruise's own e2e specs
+// read it. Both orders write the same status; only this one leaves no
+// moment when the pods are ahead of it. A status write that conflicts
+// also keeps a step from being taken on a CloneSet that has since changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c, wait, err := r.readSnapshot(ctx, req)
 	if c == nil || err != nil {
@@ -127,17 +136,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	r.useRevisions(c)
-	status := c.cs.Status.DeepCopy()
+	status, deadline := planner.Status(c.snap, c.cs.Status, c.revs.CollisionCount, c.selector.String())
+	if c.cs, err = r.writeStatus(ctx, c.cs, status); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{Requeue: true}, nil // the change brings the CloneSet back
+		}
+		return ctrl.Result{}, err
+	}
 	var result ctrl.Result
 	var syncErr error
 	if c.cs.DeletionTimestamp == nil {
-		result, syncErr = r.sync(ctx, c.cs, c.snap, c.revs, status)
+		result, syncErr = r.sync(ctx, c.cs, c.snap, c.revs, &status)
+		if c.cs, err = r.writeStatus(ctx, c.cs, status); err != nil {
+			return ctrl.Result{}, errors.Join(syncErr, err)
+		}
 	}
-	newStatus, deadline := planner.Status(c.snap, *status, c.revs.CollisionCount, c.selector.String())
-	if err := r.writeStatus(ctx, c.cs, newStatus); err != nil {
-		return ctrl.Result{}, errors.Join(syncErr, err)
-	}
-	recordGauges(c.cs, &newStatus)
+	recordGauges(c.cs, &status)
 	next, err := r.tidy(ctx, c)
 	if err != nil {
 		return ctrl.Result{}, errors.Join(syncErr, err)
