@@ -331,7 +331,7 @@ func (r *Reconciler) podsOf(ctx context.Context, pub *policyv1alpha1.PodUnavaila
 		if pods, err = workload.Members(ctx, r.Client, t.APIVersion, t.Kind, t.Name, pods); err != nil {
 			return nil, 0, err
 		}
-	} else if expected, err = r.expectedFor(ctx, pub.Namespace, pods); err != nil {
+	} else if expected, err = r.expectedFor(ctx, pub.Namespace, selector, pods); err != nil {
 		return nil, 0, err
 	}
 	if v, ok := pub.Annotations[policyv1alpha1.PubProtectTotalReplicasAnnotation]; ok {
@@ -343,11 +343,24 @@ func (r *Reconciler) podsOf(ctx context.Context, pub *policyv1alpha1.PodUnavaila
 }
 
 // expectedFor sums the replicas of the distinct workloads controlling the
-// pods (a ReplicaSet of a Deployment counts as its Deployment). Pods
-// without a workload count nothing: protect-total-replicas covers them.
-func (r *Reconciler) expectedFor(ctx context.Context, namespace string, pods []*corev1.Pod) (int32, error) {
-	seen, owners := map[types.UID]bool{}, map[types.UID]bool{}
-	var total int32
+// pods (a ReplicaSet of a Deployment counts as its Deployment), and of the
+// Deployments, StatefulSets and CloneSets whose pod template the selector
+// matches. Pods without a workload count nothing: protect-total-replicas
+// covers them.
+//
+// The templates count because the pods alone miss a workload that has no
+// active pod at the moment: a Deployment rolled with maxUnavailable 100%
+// has none between its old pods' deletion and its new pods' creation. A
+// budget over two such Deployments then expected one Deployment's
+// replicas and, for that moment, admitted deletions down to that one's
+// desired count (3 of 10 pods available where 7 were promised). OpenKruise
+// counts from the pods alone, and has the same hole.
+func (r *Reconciler) expectedFor(ctx context.Context, namespace string, selector labels.Selector, pods []*corev1.Pod) (int32, error) {
+	tops, err := r.templateWorkloads(ctx, namespace, selector)
+	if err != nil {
+		return 0, err
+	}
+	owners := map[types.UID]bool{}
 	for _, pod := range pods {
 		ref := metav1.GetControllerOf(pod)
 		if ref == nil || owners[ref.UID] {
@@ -358,10 +371,12 @@ func (r *Reconciler) expectedFor(ctx context.Context, namespace string, pods []*
 		if err != nil {
 			return 0, err
 		}
-		if seen[top.UID] {
-			continue
+		if _, ok := tops[top.UID]; !ok {
+			tops[top.UID] = top
 		}
-		seen[top.UID] = true
+	}
+	var total int32
+	for _, top := range tops {
 		gv, err := schema.ParseGroupVersion(top.APIVersion)
 		if err != nil {
 			return 0, err
@@ -375,6 +390,40 @@ func (r *Reconciler) expectedFor(ctx context.Context, namespace string, pods []*
 		}
 	}
 	return total, nil
+}
+
+// templateWorkloads are the Deployments, StatefulSets and CloneSets of the
+// namespace, not being deleted, whose pod template labels the selector
+// matches, by UID.
+func (r *Reconciler) templateWorkloads(ctx context.Context, namespace string, selector labels.Selector) (map[types.UID]metav1.OwnerReference, error) {
+	tops := map[types.UID]metav1.OwnerReference{}
+	add := func(obj client.Object, template map[string]string, kind schema.GroupVersionKind) {
+		if obj.GetDeletionTimestamp() == nil && selector.Matches(labels.Set(template)) {
+			tops[obj.GetUID()] = metav1.OwnerReference{APIVersion: kind.GroupVersion().String(), Kind: kind.Kind, Name: obj.GetName(), UID: obj.GetUID()}
+		}
+	}
+	deployments := &appsv1.DeploymentList{}
+	if err := r.List(ctx, deployments, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	for i := range deployments.Items {
+		add(&deployments.Items[i], deployments.Items[i].Spec.Template.Labels, appsv1.SchemeGroupVersion.WithKind("Deployment"))
+	}
+	statefulSets := &appsv1.StatefulSetList{}
+	if err := r.List(ctx, statefulSets, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	for i := range statefulSets.Items {
+		add(&statefulSets.Items[i], statefulSets.Items[i].Spec.Template.Labels, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
+	}
+	cloneSets := &appsv1alpha1.CloneSetList{}
+	if err := r.List(ctx, cloneSets, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	for i := range cloneSets.Items {
+		add(&cloneSets.Items[i], cloneSets.Items[i].Spec.Template.Labels, appsv1alpha1.GroupVersion.WithKind("CloneSet"))
+	}
+	return tops, nil
 }
 
 // scaleOf reads a workload's scale subresource; nil when the workload is
