@@ -18,6 +18,7 @@ import (
 	clonesetcontroller "github.com/lifeline-k8s/lifeline/internal/cloneset/controller"
 	clonesetwebhook "github.com/lifeline-k8s/lifeline/internal/cloneset/webhook"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
+	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	budgetcontroller "github.com/lifeline-k8s/lifeline/internal/podbudget/controller"
 	budgetwebhook "github.com/lifeline-k8s/lifeline/internal/podbudget/webhook"
 	ppscontroller "github.com/lifeline-k8s/lifeline/internal/pps/controller"
@@ -37,14 +38,23 @@ func Features() []*Feature {
 // PodUnavailableBudget keeps budgets' status and guards every disruption
 // of the pods they cover.
 func PodUnavailableBudget() *Feature {
+	gates := &budgetGates{}
 	return &Feature{
 		Name:        "podunavailablebudget",
 		AddToScheme: policyv1alpha1.AddToScheme,
+		Flags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&gates.delete, "pub-delete-gate", true,
+				"Check pod deletions and evictions against PodUnavailableBudgets (OpenKruise's PodUnavailableBudgetDeleteGate, on by default there too).")
+			fs.BoolVar(&gates.update, "pub-update-gate", true,
+				"Check pod updates and resizes, in-place updates of CloneSets included, against PodUnavailableBudgets (OpenKruise's PodUnavailableBudgetUpdateGate, which is off by default there).")
+		},
 		Controllers: func(_ context.Context, mgr ctrl.Manager, s *Shared) error {
+			gates.apply(s.Budgets)
 			r := &budgetcontroller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("podunavailablebudget-controller"), ManagerNamespace: s.Namespace}
 			return r.SetupWithManager(mgr)
 		},
 		Webhooks: func(mgr ctrl.Manager, s *Shared, w Webhooks) {
+			gates.apply(s.Budgets)
 			budgetwebhook.Register(w.Server, w.Decoder, mgr.GetClient())
 			w.Validating.Register("podunavailablebudget", s.Budgets, slices.Concat(podadmission.DisruptionTargets, podadmission.UpdateTargets)...)
 		},
@@ -60,6 +70,17 @@ func PodUnavailableBudget() *Feature {
 		FailClosed: map[string]protection.Kind{
 			"vpod.lifeline.dev": protection.Disruptions, "vpodeviction.lifeline.dev": protection.Disruptions, "vpodupdate.lifeline.dev": protection.Disruptions,
 		},
+	}
+}
+
+// budgetGates are the operations the budgets guard, as OpenKruise's two
+// feature gates choose them.
+type budgetGates struct{ delete, update bool }
+
+func (g *budgetGates) apply(guard *budgetadmission.Guard) {
+	guard.Unchecked = map[policyv1alpha1.PubOperation]bool{
+		policyv1alpha1.PubDeleteOperation: !g.delete, policyv1alpha1.PubEvictOperation: !g.delete,
+		policyv1alpha1.PubUpdateOperation: !g.update, policyv1alpha1.PubResizeOperation: !g.update,
 	}
 }
 

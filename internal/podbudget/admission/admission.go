@@ -83,6 +83,12 @@ type Guard struct {
 	// to retry, before the API server's webhook timeout turns it into a
 	// 500 that kubectl drain does not retry.
 	Deadline time.Duration
+	// Unchecked are the operations no budget is consulted for, as
+	// OpenKruise's feature gates leave them out: DELETE and EVICT with
+	// PodUnavailableBudgetDeleteGate off, UPDATE and RESIZE with
+	// PodUnavailableBudgetUpdateGate off (the manager's --pub-delete-gate
+	// and --pub-update-gate). Set before the guard serves.
+	Unchecked map[policyv1alpha1.PubOperation]bool
 
 	mu     sync.Mutex
 	queues map[types.NamespacedName]*queue

@@ -69,6 +69,9 @@ type taken struct {
 // controller takes budget this way before an in-place update, which no pod
 // admission sees.
 func (g *Guard) Take(ctx context.Context, r Request) (Verdict, error) {
+	if g.Unchecked[r.Op] {
+		return Verdict{Allowed: true, Reason: fmt.Sprintf("budgets are not checked for %s (its gate is off)", r.Op)}, nil
+	}
 	budgets, err := g.budgetsOf(ctx, r.Pod)
 	if err != nil || len(budgets) == 0 {
 		return Verdict{Allowed: true}, err

@@ -117,3 +117,30 @@ func TestCommitAfterTheBudgetWent(t *testing.T) {
 		t.Errorf("after the budget went: %+v", ans)
 	}
 }
+
+// With an operation's gate off (--pub-delete-gate=false or
+// --pub-update-gate=false, OpenKruise's two feature gates), a spent budget
+// refuses the other operations and lets that one through, recording
+// nothing.
+func TestUncheckedOperationsPassASpentBudget(t *testing.T) {
+	pub := budgetObj("b", map[string]string{"app": "a"}, 0)
+	c := fakeAPI(t, func(context.Context) error { return nil }, pub)
+	g := &Guard{Cache: c, Live: c, Writer: c, Recorder: events.NewFakeRecorder(100), Now: time.Now,
+		Unchecked: map[policyv1alpha1.PubOperation]bool{policyv1alpha1.PubUpdateOperation: true, policyv1alpha1.PubResizeOperation: true}}
+	for op, allowed := range map[policyv1alpha1.PubOperation]bool{
+		policyv1alpha1.PubDeleteOperation: false, policyv1alpha1.PubEvictOperation: false,
+		policyv1alpha1.PubUpdateOperation: true, policyv1alpha1.PubResizeOperation: true,
+	} {
+		v, err := g.Take(context.Background(), Request{Pod: readyPod(1), Op: op})
+		if err != nil || v.Allowed != allowed {
+			t.Errorf("%s: allowed %v (%v), want %v", op, v.Allowed, err, allowed)
+		}
+	}
+	got := &policyv1alpha1.PodUnavailableBudget{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(pub), got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.DisruptedPods)+len(got.Status.UnavailablePods) != 0 {
+		t.Errorf("records %v %v, want none", got.Status.DisruptedPods, got.Status.UnavailablePods)
+	}
+}
