@@ -193,6 +193,7 @@ func TestPodUnavailableBudgetOpenKruiseBehaviours(t *testing.T) {
 		create(t, kruiseDeployment(ns, "webserver", 5))
 		create(t, kruiseDeployment(ns, "webserver2", 5))
 		waitBudget(t, ns, "webserver-pub", budgetStatus(10, 7, 10, 3))
+		waitRelatedPub(t, ns, "pub-controller=true", "webserver-pub")
 		fewest := watchAvailable(t, ns, "pub-controller=true")
 		setDeploymentImage(t, ns, "webserver", "nginx:1.28")
 		setDeploymentImage(t, ns, "webserver2", "nginx:1.28")

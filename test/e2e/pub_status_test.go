@@ -138,3 +138,19 @@ func installCRD(t *testing.T, kind, plural string, scale bool) {
 		t.Fatal(err)
 	}
 }
+
+// waitRelatedPub waits until every live pod the selector picks carries
+// both related-pub annotations naming the budget, as OpenKruise writes
+// them (tools read them, and OpenKruise guards only pods that carry one).
+func waitRelatedPub(t *testing.T, ns, selector, name string) {
+	t.Helper()
+	eventually(t, time.Minute, "pods annotated with budget "+name, func(ctx context.Context) (bool, string, error) {
+		pods := livePods(t, ns, selector)
+		for _, p := range pods {
+			if p.Annotations["pub.kruise.io/related-pub"] != name || p.Annotations["kruise.io/related-pub"] != name {
+				return false, fmt.Sprintf("%s: %v", p.Name, p.Annotations), nil
+			}
+		}
+		return len(pods) > 0, "no pods", nil
+	})
+}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
@@ -319,4 +320,26 @@ func resourcesEqual(a, b []corev1.Container) bool {
 		}
 	}
 	return true
+}
+
+// RelatedAnnotations are the annotations that name, on a pod, the budget
+// covering it, as OpenKruise writes them: pub.kruise.io/related-pub and
+// its v1alpha1 spelling kruise.io/related-pub, same value. Lifeline finds
+// a pod's budgets without them; tools read them, and OpenKruise guards
+// only the pods that carry one, so a user going back to it finds every
+// pod guarded. It returns what to add to a pod with the budget name: both
+// when neither is there, the missing one (with the other's value) when
+// one is, nothing when both are (whichever budget they name; a pod under
+// several budgets keeps the first written, as in OpenKruise).
+func RelatedAnnotations(name string, pod *corev1.Pod) map[string]string {
+	current, deprecated := pod.Annotations[policyv1beta1.PodRelatedPubAnnotation], pod.Annotations[policyv1alpha1.PodRelatedPubAnnotation]
+	switch {
+	case current != "" && deprecated != "":
+		return nil
+	case current != "":
+		return map[string]string{policyv1alpha1.PodRelatedPubAnnotation: current}
+	case deprecated != "":
+		return map[string]string{policyv1beta1.PodRelatedPubAnnotation: deprecated}
+	}
+	return map[string]string{policyv1beta1.PodRelatedPubAnnotation: name, policyv1alpha1.PodRelatedPubAnnotation: name}
 }

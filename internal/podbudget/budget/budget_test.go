@@ -3,6 +3,7 @@ package budget
 import (
 	"fmt"
 	"math/rand"
+	"reflect"
 	"testing"
 	"time"
 
@@ -261,5 +262,24 @@ func TestUpdateOperation(t *testing.T) {
 		p.Labels[policyv1alpha1.PodUnavailableLabelPrefix+"drain"] = "2"
 	})); got != "" {
 		t.Errorf("relabelled: %q, want none", got)
+	}
+}
+
+func TestRelatedAnnotations(t *testing.T) {
+	const current, deprecated = "pub.kruise.io/related-pub", "kruise.io/related-pub"
+	for _, c := range []struct {
+		name string
+		has  map[string]string
+		want map[string]string
+	}{
+		{"neither: both, naming this budget", nil, map[string]string{current: "b", deprecated: "b"}},
+		{"only the v1beta1 key: the other, same value", map[string]string{current: "a"}, map[string]string{deprecated: "a"}},
+		{"only the v1alpha1 key: the other, same value", map[string]string{deprecated: "a"}, map[string]string{current: "a"}},
+		{"both, naming another budget: nothing", map[string]string{current: "a", deprecated: "a"}, nil},
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: c.has}}
+		if got := RelatedAnnotations("b", pod); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }

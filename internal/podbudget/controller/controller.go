@@ -246,6 +246,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 	}
+	if err := r.annotateRelated(ctx, pub, pods); err != nil {
+		return reconcile.Result{}, err
+	}
 	after := resync
 	if computed.RecheckAfter > 0 && computed.RecheckAfter < after {
 		after = computed.RecheckAfter

@@ -1,0 +1,40 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/podbudget/budget"
+)
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=patch
+
+// annotateRelated writes the related-pub annotations (budget.RelatedAnnotations)
+// on the budget's pods that lack them: one patch per pod, once. The pods are
+// the cache's own objects and are not changed.
+func (r *Reconciler) annotateRelated(ctx context.Context, pub *policyv1alpha1.PodUnavailableBudget, pods []*corev1.Pod) error {
+	var errs []error
+	for _, pod := range pods {
+		add := budget.RelatedAnnotations(pub.Name, pod)
+		if add == nil {
+			continue
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": add}})
+		if err != nil {
+			return err
+		}
+		target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+		if err := r.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
