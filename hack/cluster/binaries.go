@@ -24,18 +24,22 @@ type binary struct {
 	toolsDir  string // tools module, relative to the repository root
 	module    string // module whose version keys the cache
 	goPackage string // package to build
+	// onDemand binaries are built by Binary when first asked for, not by
+	// Binaries for every cluster: only the migration tests run OpenKruise.
+	onDemand bool
 }
 
 var binaries = []binary{
-	{"etcd", "hack/tools", "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3"},
-	{"kube-apiserver", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-apiserver"},
-	{"kube-controller-manager", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-controller-manager"},
-	{"kube-scheduler", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-scheduler"},
-	{"kubectl", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kubectl"},
-	{"controller-gen", "hack/tools", "sigs.k8s.io/controller-tools", "sigs.k8s.io/controller-tools/cmd/controller-gen"},
-	{"kwok", "hack/tools/kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok"},
-	{"consul", "hack/tools/consul", "github.com/hashicorp/consul", "github.com/hashicorp/consul"},
-	{"helm", "hack/tools/helm", "helm.sh/helm/v4", "helm.sh/helm/v4/cmd/helm"},
+	{"etcd", "hack/tools", "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3", false},
+	{"kube-apiserver", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-apiserver", false},
+	{"kube-controller-manager", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-controller-manager", false},
+	{"kube-scheduler", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-scheduler", false},
+	{"kubectl", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kubectl", false},
+	{"controller-gen", "hack/tools", "sigs.k8s.io/controller-tools", "sigs.k8s.io/controller-tools/cmd/controller-gen", false},
+	{"kwok", "hack/tools/kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok", false},
+	{"consul", "hack/tools/consul", "github.com/hashicorp/consul", "github.com/hashicorp/consul", false},
+	{"helm", "hack/tools/helm", "helm.sh/helm/v4", "helm.sh/helm/v4/cmd/helm", false},
+	{"kruise-manager", "hack/tools/kruise", "github.com/openkruise/kruise", "github.com/openkruise/kruise", true},
 }
 
 // BinaryNames lists every binary Binary can return.
@@ -136,10 +140,15 @@ func Binary(ctx context.Context, name string, progress io.Writer) (string, error
 	return path, os.Rename(tmp, path)
 }
 
-// Binaries returns the paths of all binaries by name, building what is missing.
+// Binaries returns the paths of all binaries but the on-demand ones, by
+// name, building what is missing.
 func Binaries(ctx context.Context, progress io.Writer) (map[string]string, error) {
 	paths := map[string]string{}
-	for _, name := range BinaryNames() {
+	for _, b := range binaries {
+		if b.onDemand {
+			continue
+		}
+		name := b.name
 		p, err := Binary(ctx, name, progress)
 		if err != nil {
 			return nil, err

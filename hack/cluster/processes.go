@@ -100,11 +100,20 @@ func (c *Cluster) run(name string, args ...string) error {
 // StartProcess runs a program alongside the cluster, logging to
 // LogFile(name); Stop ends it with the cluster's own components, before them.
 func (c *Cluster) StartProcess(name, path string, args ...string) error {
+	return c.StartProcessEnv(name, path, nil, args...)
+}
+
+// StartProcessEnv is StartProcess with env added to this process's
+// environment.
+func (c *Cluster) StartProcessEnv(name, path string, env []string, args ...string) error {
 	log, err := os.OpenFile(c.LogFile(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command(path, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	// Each component leads its own process group so Stop can end it with
 	// its children; Pdeathsig ends it if this process dies without Stop.

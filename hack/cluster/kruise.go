@@ -1,0 +1,150 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+)
+
+// KruiseModule is the OpenKruise module the kruise-manager binary is built
+// from (hack/tools/kruise pins its version).
+const KruiseModule = "github.com/openkruise/kruise"
+
+// OpenKruise is OpenKruise's manager running next to the cluster, out of
+// it, as its own code allows when WEBHOOK_HOST is set: it serves its
+// webhooks and conversions by URL on loopback with a certificate of its
+// own, and points its webhook configurations and CRDs at them.
+type OpenKruise struct {
+	// Name is the process name, for Cluster.LogFile, PID and StopProcess.
+	Name string
+	// Manifests are the objects installed from the module's config: its
+	// CRDs, its namespace and its webhook configurations.
+	Manifests []*unstructured.Unstructured
+
+	bin, healthz string
+	env, args    []string
+}
+
+// KruiseConfig renders config/default of the pinned OpenKruise module with
+// the cluster's kubectl (kustomize), keeping what an out-of-cluster manager
+// needs: the CustomResourceDefinitions, the kruise-system namespace and
+// the two webhook configurations.
+func (c *Cluster) KruiseConfig(ctx context.Context) ([]*unstructured.Unstructured, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	list := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", KruiseModule)
+	list.Dir = filepath.Join(root, "hack", "tools", "kruise")
+	dir, err := list.Output()
+	if err != nil {
+		return nil, fmt.Errorf("locating %s: %w", KruiseModule, err)
+	}
+	var out, stderr bytes.Buffer
+	render := exec.CommandContext(ctx, c.Binaries["kubectl"], "kustomize", filepath.Join(strings.TrimSpace(string(dir)), "config", "default"))
+	render.Stdout, render.Stderr = &out, &stderr
+	if err := render.Run(); err != nil {
+		return nil, fmt.Errorf("kubectl kustomize: %w: %s", err, stderr.String())
+	}
+	keep := map[string]bool{"CustomResourceDefinition": true, "MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true}
+	var objs []*unstructured.Unstructured
+	decoder := utilyaml.NewYAMLOrJSONDecoder(&out, 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := decoder.Decode(&obj.Object); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+		if keep[obj.GetKind()] || (obj.GetKind() == "Namespace" && obj.GetName() == "kruise-system") {
+			objs = append(objs, obj)
+		}
+	}
+	return objs, nil
+}
+
+// StartOpenKruise installs KruiseConfig, builds the pinned kruise-manager
+// (once; cached), runs it as cluster-admin without leader election, and
+// returns once it serves: healthy, its webhook configurations pointing at
+// it. Its controllers then run every OpenKruise kind.
+func (c *Cluster) StartOpenKruise(ctx context.Context, progress io.Writer) (*OpenKruise, error) {
+	objs, err := c.KruiseConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Apply(ctx, objs); err != nil {
+		return nil, err
+	}
+	bin, err := Binary(ctx, "kruise-manager", progress)
+	if err != nil {
+		return nil, err
+	}
+	ports, err := FreePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	k := &OpenKruise{Name: "kruise-manager", Manifests: objs, bin: bin,
+		healthz: fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[1]),
+		env: []string{"KUBECONFIG=" + c.Kubeconfig, "WEBHOOK_HOST=127.0.0.1", fmt.Sprintf("WEBHOOK_PORT=%d", ports[0]),
+			"WEBHOOK_CERT_DIR=" + filepath.Join(c.Dir, "kruise-webhook-certs"), "POD_NAMESPACE=kruise-system"},
+		args: []string{"--enable-leader-election=false", "--enable-pprof=false",
+			fmt.Sprintf("--health-probe-addr=127.0.0.1:%d", ports[1]), fmt.Sprintf("--metrics-addr=127.0.0.1:%d", ports[2])},
+	}
+	return k, c.StartOpenKruiseAgain(ctx, k)
+}
+
+// StartOpenKruiseAgain starts a manager stopped with StopProcess (its
+// Name) again and waits until it serves.
+func (c *Cluster) StartOpenKruiseAgain(ctx context.Context, k *OpenKruise) error {
+	if err := c.StartProcessEnv(k.Name, k.bin, k.env, k.args...); err != nil {
+		return err
+	}
+	if err := c.waitHTTP(ctx, "kruise-manager healthy", k.healthz); err != nil {
+		return err
+	}
+	client := kubernetes.NewForConfigOrDie(c.Config)
+	port := strings.TrimPrefix(k.env[2], "WEBHOOK_PORT=")
+	return c.poll(ctx, "OpenKruise's webhooks pointing at kruise-manager", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		v, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "kruise-validating-webhook-configuration", metav1.GetOptions{})
+		if err != nil || len(v.Webhooks) == 0 {
+			return false, nil
+		}
+		url := v.Webhooks[0].ClientConfig.URL
+		return url != nil && strings.Contains(*url, "127.0.0.1:"+port) && len(v.Webhooks[0].ClientConfig.CABundle) > 0, nil
+	})
+}
+
+// Apply creates or updates objs by server-side apply, as cluster-admin,
+// with the field manager lifeline-e2e.
+func (c *Cluster) Apply(ctx context.Context, objs []*unstructured.Unstructured) error {
+	var docs [][]byte
+	for _, obj := range objs {
+		data, err := yaml.Marshal(obj.Object)
+		if err != nil {
+			return err
+		}
+		docs = append(docs, data)
+	}
+	var stderr bytes.Buffer
+	apply := exec.CommandContext(ctx, c.Binaries["kubectl"], "--kubeconfig", c.Kubeconfig, "apply", "--server-side",
+		"--force-conflicts", "--field-manager=lifeline-e2e", "-f", "-")
+	apply.Stdin = bytes.NewReader(bytes.Join(docs, []byte("\n---\n")))
+	apply.Stdout, apply.Stderr = io.Discard, &stderr
+	if err := apply.Run(); err != nil {
+		return fmt.Errorf("kubectl apply: %w: %s", err, stderr.String())
+	}
+	return nil
+}
+
+
