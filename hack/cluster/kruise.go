@@ -146,5 +146,3 @@ func (c *Cluster) Apply(ctx context.Context, objs []*unstructured.Unstructured) 
 	}
 	return nil
 }
-
-
