@@ -5,6 +5,7 @@ import (
 	"flag"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -33,6 +34,10 @@ type Feature struct {
 	// Webhooks registers the feature's own webhooks and its pod
 	// admission handlers; called once the serving certificate is there.
 	Webhooks func(mgr ctrl.Manager, s *Shared, w Webhooks)
+	// Conversions are the kinds the feature serves in v1alpha1 and
+	// v1beta1, converted by the manager's conversion webhook
+	// (internal/conversion); AddToScheme adds both versions.
+	Conversions []schema.GroupKind
 	// MatchConditions are the CEL conditions the feature's pod webhooks
 	// need, by webhook name; hack/webhookselectors writes them into the
 	// generated configuration.

@@ -9,14 +9,19 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
 	clonesetcontroller "github.com/lifeline-k8s/lifeline/internal/cloneset/controller"
 	clonesetwebhook "github.com/lifeline-k8s/lifeline/internal/cloneset/webhook"
+	"github.com/lifeline-k8s/lifeline/internal/conversion"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	budgetcontroller "github.com/lifeline-k8s/lifeline/internal/podbudget/controller"
@@ -41,7 +46,8 @@ func PodUnavailableBudget() *Feature {
 	gates := &budgetGates{}
 	return &Feature{
 		Name:        "podunavailablebudget",
-		AddToScheme: policyv1alpha1.AddToScheme,
+		AddToScheme: schemes(policyv1alpha1.AddToScheme, policyv1beta1.AddToScheme),
+		Conversions: []schema.GroupKind{conversion.PodUnavailableBudget},
 		Flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&gates.delete, "pub-delete-gate", true,
 				"Check pod deletions and evictions against PodUnavailableBudgets (OpenKruise's PodUnavailableBudgetDeleteGate, on by default there too).")
@@ -73,6 +79,12 @@ func PodUnavailableBudget() *Feature {
 	}
 }
 
+// schemes adds the types of every version, as one AddToScheme.
+func schemes(adds ...func(*runtime.Scheme) error) func(*runtime.Scheme) error {
+	b := runtime.NewSchemeBuilder(adds...)
+	return b.AddToScheme
+}
+
 // budgetGates are the operations the budgets guard, as OpenKruise's two
 // feature gates choose them.
 type budgetGates struct{ delete, update bool }
@@ -102,7 +114,8 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 			fs.BoolVar(&o.RecreatePodsWhenVCTChanges, "cloneset-recreate-pods-when-vct-changes", false,
 				"Recreate, rather than update in place, pods of InPlaceIfPossible CloneSets whose volumeClaimTemplates changed since their revision, so they get claims of the new templates (OpenKruise's RecreatePodWhenChangeVCTInCloneSetGate).")
 		},
-		AddToScheme: appsv1alpha1.AddToScheme,
+		AddToScheme: schemes(appsv1alpha1.AddToScheme, appsv1beta1.AddToScheme),
+		Conversions: []schema.GroupKind{conversion.CloneSet},
 		Controllers: func(ctx context.Context, mgr ctrl.Manager, s *Shared) error {
 			r := &clonesetcontroller.Reconciler{
 				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("cloneset-controller"),
@@ -157,7 +170,8 @@ func PersistentPodState() *Feature {
 			whitelist.ConfigMap = types.NamespacedName{Namespace: ns, Name: name}
 			return nil
 		},
-		AddToScheme: appsv1alpha1.AddToScheme,
+		AddToScheme: schemes(appsv1alpha1.AddToScheme, appsv1beta1.AddToScheme),
+		Conversions: []schema.GroupKind{conversion.PersistentPodState},
 		Controllers: func(ctx context.Context, mgr ctrl.Manager, _ *Shared) error {
 			r := &ppscontroller.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("persistentpodstate-controller"), Custom: bound(mgr)}
 			if err := r.SetupWithManager(ctx, mgr); err != nil {

@@ -19,6 +19,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/lifeline-k8s/lifeline/internal/conversion"
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
@@ -42,6 +44,8 @@ type Lifeline struct {
 	features []*Feature
 	guard    sync.Once
 	shared   Shared
+	// convert serves the features' Conversions (SetupWebhooks).
+	convert http.Handler
 }
 
 // BindFlags binds every feature's flags to fs.
@@ -91,6 +95,17 @@ func (l *Lifeline) Setup(ctx context.Context, mgr ctrl.Manager) error {
 	if err := ownerindex.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	var kinds []schema.GroupKind
+	for _, f := range l.features {
+		kinds = append(kinds, f.Conversions...)
+	}
+	if len(kinds) > 0 {
+		h, err := conversion.Handler(mgr.GetScheme(), kinds...)
+		if err != nil {
+			return fmt.Errorf("conversion webhook: %w", err)
+		}
+		l.convert = h
+	}
 	var sources []protection.Source
 	for _, f := range l.features {
 		sources = append(sources, f.Protection...)
@@ -131,6 +146,9 @@ func (l *Lifeline) SetupWebhooks(mgr ctrl.Manager, self string) {
 	}
 	w.Server.Register(podadmission.MutatePath, &webhook.Admission{Handler: w.Mutating})
 	w.Server.Register(podadmission.ValidatePath, &webhook.Admission{Handler: w.Validating})
+	if l.convert != nil {
+		w.Server.Register(conversion.Path, l.convert)
+	}
 }
 
 // exempt are the namespaces never protected.
