@@ -43,7 +43,10 @@ type Metrics struct {
 
 // Executor carries out plans.
 type Executor struct {
-	Client       client.Client
+	Client client.Client
+	// Live reads around the cache (a claim that already exists); Client
+	// when nil.
+	Live         client.Reader
 	Recorder     events.EventRecorder
 	Clock        clock.Clock
 	Expectations *Expectations
@@ -130,7 +133,15 @@ func (e *Executor) create(ctx context.Context, w Workload, a podlife.CreatePod) 
 		return err
 	}
 	for _, pvc := range claims {
-		if err := e.Client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := e.Client.Create(ctx, pvc)
+		if apierrors.IsAlreadyExists(err) {
+			err = e.claimUsable(ctx, pod.Name, pvc)
+		}
+		var stale *StaleError
+		if errors.As(err, &stale) {
+			return err
+		}
+		if err != nil {
 			e.Recorder.Eventf(w.Object(), nil, corev1.EventTypeWarning, "FailedCreate", "Create", "failed to create pvc: %v", err)
 			return fmt.Errorf("creating pvc %s: %w", pvc.Name, err)
 		}
@@ -142,6 +153,30 @@ func (e *Executor) create(ctx context.Context, w Workload, a podlife.CreatePod) 
 	e.Expectations.ExpectCreated(client.ObjectKeyFromObject(w.Object()), pod.Name, pod.UID, e.Clock.Now())
 	count(e.Metrics.Created, w)
 	e.Recorder.Eventf(w.Object(), pod, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "succeed to create pod %s (%s)", pod.Name, a.Reason)
+	return nil
+}
+
+// claimUsable says whether a claim that already exists under the name a
+// new pod's claim takes may serve it. One still being deleted may not: a
+// pod recreated under its instance id (a ReCreate update) whose claim was
+// deleted with its predecessor would be created against the old claim,
+// which then goes, and the pod would wait unschedulable for a claim
+// nobody makes. The pod is planned again once the old claim is gone.
+func (e *Executor) claimUsable(ctx context.Context, pod string, pvc *corev1.PersistentVolumeClaim) error {
+	reader := e.Live
+	if reader == nil {
+		reader = e.Client
+	}
+	existing := &corev1.PersistentVolumeClaim{}
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(pvc), existing); err != nil {
+		if apierrors.IsNotFound(err) {
+			return &StaleError{Pod: pod, Err: fmt.Errorf("claim %s went while it was being created", pvc.Name)}
+		}
+		return err
+	}
+	if existing.DeletionTimestamp != nil {
+		return &StaleError{Pod: pod, Err: fmt.Errorf("claim %s is still being deleted", pvc.Name)}
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package podexec
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -115,5 +116,31 @@ func TestCreationsStopAtTheFirstFailingBatch(t *testing.T) {
 		if exists(t, c, &corev1.Pod{}, "web-"+id) {
 			t.Errorf("web-%s was created after the first batch failed", id)
 		}
+	}
+}
+
+// A pod recreated under its instance id whose claim is still being deleted
+// (its predecessor's) is not created: it would wait unschedulable for a
+// claim nobody makes once the old one goes. The create comes back stale,
+// to be planned again; a live claim of that name is used as it is.
+func TestCreateWaitsForAClaimStillBeingDeleted(t *testing.T) {
+	ctx := context.Background()
+	going := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-web-a",
+		DeletionTimestamp: ptr.To(metav1.Now()), Finalizers: []string{"kubernetes.io/pvc-protection"}}}
+	kept := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-web-b"}}
+	e, c, w := testbed(going, kept)
+	errs := e.Execute(ctx, w, []podlife.Action{podlife.CreatePod{InstanceID: "a", State: pub.LifecycleStateNormal}})
+	var stale *StaleError
+	if len(errs) != 1 || !errors.As(errs[0], &stale) {
+		t.Fatalf("errors %v, want one StaleError", errs)
+	}
+	if exists(t, c, &corev1.Pod{}, "web-a") {
+		t.Error("web-a created against a claim being deleted")
+	}
+	if errs := e.Execute(ctx, w, []podlife.Action{podlife.CreatePod{InstanceID: "b", State: pub.LifecycleStateNormal}}); len(errs) != 0 {
+		t.Fatalf("with a live claim: %v", errs)
+	}
+	if !exists(t, c, &corev1.Pod{}, "web-b") {
+		t.Error("web-b not created on its existing claim")
 	}
 }

@@ -97,7 +97,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		r.Options.Workers = 3
 	}
 	r.exec = &podexec.Executor{
-		Client: r.Client, Recorder: r.Recorder, Clock: r.Clock, Budgets: r.Budgets, BudgetUser: budgetUser,
+		Client: r.Client, Live: r.APIReader, Recorder: r.Recorder, Clock: r.Clock, Budgets: r.Budgets, BudgetUser: budgetUser,
 		Expectations: podexec.NewExpectations(r.Options.ExpectationTimeout),
 		Metrics:      podexec.Metrics{Created: podsCreated, Deleted: podsDeleted, Failures: actionFailures, Stale: stalePatches, Durations: stateDuration},
 	}
