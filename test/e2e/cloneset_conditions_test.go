@@ -331,6 +331,23 @@ func TestMarkPodNotReadyOnAPodWithoutTheGate(t *testing.T) {
 	waitCloneSet(t, cs, "scaled to 0", settled(0))
 }
 
+// availableWithPreDeleteHook creates cs, its pods held by a preDelete
+// labelsHandler (lifecycle-hook=true) and a progress deadline, as
+// OpenKruise's specs set them up, waits until it is available, and returns
+// the name of a pod to take away.
+func availableWithPreDeleteHook(t *testing.T, cs *appsv1alpha1.CloneSet) string {
+	t.Helper()
+	cs.Spec.Template.Labels["lifecycle-hook"] = "true"
+	cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"lifecycle-hook": "true"}}}
+	cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
+	createCloneSet(t, cs)
+	waitCloneSet(t, cs, "available", func(c *appsv1alpha1.CloneSet) bool {
+		p := condition(c, appsv1alpha1.CloneSetConditionTypeProgressing)
+		return settled(*cs.Spec.Replicas)(c) && p != nil && p.Reason == appsv1alpha1.CloneSetAvailable
+	})
+	return clonePods(t, cs)[0].Name
+}
+
 // TestSpecifiedDeleteHeldByPreDeleteIsProgressing is OpenKruise's e2e spec
 // "specific delete a Pod, when scalingExcludePreparingDelete is disabled":
 // a pod labelled for deletion and held in PreparingDelete by its hook is no
@@ -339,15 +356,7 @@ func TestMarkPodNotReadyOnAPodWithoutTheGate(t *testing.T) {
 func TestSpecifiedDeleteHeldByPreDeleteIsProgressing(t *testing.T) {
 	ns := newNamespace(t)
 	cs := newCloneSet(ns, "held", 3)
-	cs.Spec.Template.Labels["lifecycle-hook"] = "true"
-	cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"lifecycle-hook": "true"}}}
-	cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
-	createCloneSet(t, cs)
-	waitCloneSet(t, cs, "available", func(c *appsv1alpha1.CloneSet) bool {
-		p := condition(c, appsv1alpha1.CloneSetConditionTypeProgressing)
-		return settled(3)(c) && p != nil && p.Reason == appsv1alpha1.CloneSetAvailable
-	})
-	victim := clonePods(t, cs)[0].Name
+	victim := availableWithPreDeleteHook(t, cs)
 	patchPod(t, ns, victim, fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, appsv1alpha1.SpecifiedDeleteKey))
 	waitCloneSet(t, cs, "progressing while the hook holds "+victim, func(c *appsv1alpha1.CloneSet) bool {
 		p := condition(c, appsv1alpha1.CloneSetConditionTypeProgressing)
@@ -381,15 +390,7 @@ func TestScaleDownHeldByPreDeleteIsProgressing(t *testing.T) {
 	ns := newNamespace(t)
 	cs := newCloneSet(ns, "scaled", 3)
 	cs.Labels = map[string]string{appsv1alpha1.CloneSetScalingExcludePreparingDeleteKey: "true"}
-	cs.Spec.Template.Labels["lifecycle-hook"] = "true"
-	cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"lifecycle-hook": "true"}}}
-	cs.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
-	createCloneSet(t, cs)
-	waitCloneSet(t, cs, "available", func(c *appsv1alpha1.CloneSet) bool {
-		p := condition(c, appsv1alpha1.CloneSetConditionTypeProgressing)
-		return settled(3)(c) && p != nil && p.Reason == appsv1alpha1.CloneSetAvailable
-	})
-	victim := clonePods(t, cs)[0].Name
+	victim := availableWithPreDeleteHook(t, cs)
 	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) {
 		c.Spec.Replicas = ptr.To[int32](2)
 		c.Spec.ScaleStrategy.PodsToDelete = []string{victim}

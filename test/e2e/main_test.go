@@ -7,22 +7,18 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	"github.com/lifeline-k8s/lifeline/test/testenv"
 )
 
 var (
@@ -31,73 +27,30 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// envtest's helpers log through controller-runtime; the tests have
-	// nothing to say there.
-	ctrllog.SetLogger(logr.Discard())
-	dir, err := os.MkdirTemp("", "lifeline-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ctx := context.Background()
-	local, err = cluster.Start(ctx, cluster.Options{Dir: dir, Progress: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the local cluster:", err, "(logs in", dir+"/logs)")
-		os.Exit(1)
-	}
-	cfg := rest.CopyConfig(local.Config)
-	cfg.QPS, cfg.Burst = 200, 400 // the tests' own client must not be what is slow
-	client = kubernetes.NewForConfigOrDie(cfg)
-	if err := installLifeline(ctx); err != nil {
-		local.Stop()
-		fmt.Fprintln(os.Stderr, "installing Lifeline:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	local.Stop()
-	if code == 0 && os.Getenv("LIFELINE_E2E_KEEP_LOGS") == "" {
-		os.RemoveAll(dir)
-	} else {
-		fmt.Fprintln(os.Stderr, "component logs kept in", dir+"/logs")
-	}
-	os.Exit(code)
+	os.Exit(testenv.Run(m, "lifeline-e2e-", func(c *cluster.Cluster) error {
+		local = c
+		cfg := rest.CopyConfig(local.Config)
+		cfg.QPS, cfg.Burst = 200, 400 // the tests' own client must not be what is slow
+		client = kubernetes.NewForConfigOrDie(cfg)
+		if err := installLifeline(context.Background()); err != nil {
+			return fmt.Errorf("installing Lifeline: %w", err)
+		}
+		return nil
+	}))
 }
 
 // newNamespace creates a namespace for one test, waits until pods can be
 // created in it, and deletes it afterwards.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	ctx := context.Background()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: name[:min(len(name), 40)] + "-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
-	if err := cluster.WaitForServiceAccount(ctx, client, ns.Name); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
+	return testenv.Namespace(t, client)
 }
 
 // eventually polls cond until it holds or the timeout passes, then fails the
 // test with the last reason cond gave.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {
 	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		if err := local.Exited(); err != nil {
-			return false, err
-		}
-		ok, why, err := cond(ctx)
-		if ctx.Err() == nil {
-			last = why // a reason cut short by the deadline says nothing
-		}
-		return ok, err
-	})
-	if err != nil {
-		t.Fatalf("%s: %v; last seen: %s", what, err, last)
-	}
+	testenv.Eventually(t, local, timeout, what, cond)
 }
 
 func podCondition(pod *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatus {
