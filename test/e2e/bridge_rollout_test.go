@@ -235,8 +235,15 @@ func podAgainstRegistry(ctx context.Context, r registryUnderTest, ns string, ev 
 			return fmt.Sprintf("updating to %s while still registered at %s", revision, e.Revision)
 		}
 	case !ready && !wasReady:
+		// The registry is read when the event is handled, which may be
+		// after the pod turned Ready and was registered: only a pod still
+		// not Ready at this revision now was registered before it was.
 		if mine && e.Revision == revision {
-			return "in the registry before it was ever Ready"
+			now, err := client.CoreV1().Pods(ns).Get(rctx, pod.Name, metav1.GetOptions{})
+			if err == nil && now.UID == pod.UID && now.Labels["controller-revision-hash"] == revision &&
+				podCondition(now, corev1.PodReady) != corev1.ConditionTrue {
+				return "in the registry before it was ever Ready"
+			}
 		}
 	case preNormal && state == string(pub.LifecycleStateNormal) && !mine:
 		// Unless it moved on since (taken out for an update or deletion).
