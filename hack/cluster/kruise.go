@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os/exec"
@@ -45,14 +46,21 @@ func (c *Cluster) KruiseConfig(ctx context.Context) ([]*unstructured.Unstructure
 	if err != nil {
 		return nil, err
 	}
-	list := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", KruiseModule)
-	list.Dir = filepath.Join(root, "hack", "tools", "kruise")
-	dir, err := list.Output()
+	// go list -m reports no Dir for a module not yet in the module cache
+	// (a cold machine); go mod download fetches it (checked against the
+	// committed go.sum) and reports where it put it.
+	download := exec.CommandContext(ctx, "go", "mod", "download", "-json", KruiseModule)
+	download.Dir = filepath.Join(root, "hack", "tools", "kruise")
+	js, err := download.Output()
 	if err != nil {
-		return nil, fmt.Errorf("locating %s: %w", KruiseModule, err)
+		return nil, fmt.Errorf("downloading %s: %w", KruiseModule, err)
+	}
+	var mod struct{ Dir, Error string }
+	if err := json.Unmarshal(js, &mod); err != nil || mod.Dir == "" {
+		return nil, fmt.Errorf("downloading %s: no directory (%v) %s", KruiseModule, err, mod.Error)
 	}
 	var out, stderr bytes.Buffer
-	render := exec.CommandContext(ctx, c.Binaries["kubectl"], "kustomize", filepath.Join(strings.TrimSpace(string(dir)), "config", "default"))
+	render := exec.CommandContext(ctx, c.Binaries["kubectl"], "kustomize", filepath.Join(mod.Dir, "config", "default"))
 	render.Stdout, render.Stderr = &out, &stderr
 	if err := render.Run(); err != nil {
 		return nil, fmt.Errorf("kubectl kustomize: %w: %s", err, stderr.String())
