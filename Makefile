@@ -33,10 +33,8 @@ registry: ## With make dev running: show the demo pods next to the service regis
 	$(DEVCTL) registry
 
 .PHONY: generate
-# The CRDs serve v1alpha1 only until the conversion webhook and the v1beta1
-# storage land (issue 23); the v1beta1 types and their conversion are in
-# the API module and internal/conversion already.
-CRD_PACKAGES := paths=github.com/lifeline-k8s/lifeline/api/apps/v1alpha1 paths=github.com/lifeline-k8s/lifeline/api/policy/v1alpha1
+# The CRDs serve v1alpha1 and v1beta1 and store v1beta1 (see the README).
+CRD_PACKAGES := paths=github.com/lifeline-k8s/lifeline/api/...
 
 generate: ## Regenerate deepcopy functions, CRDs, RBAC and webhook configurations from the markers, and the chart's copies of them.
 	@CONTROLLER_GEN=$$($(DEVCTL) bin controller-gen) && \

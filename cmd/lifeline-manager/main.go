@@ -8,15 +8,18 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/lifeline-k8s/lifeline/internal/conversion"
 	"github.com/lifeline-k8s/lifeline/internal/manager"
 	"github.com/lifeline-k8s/lifeline/internal/metricsauth"
 	"github.com/lifeline-k8s/lifeline/internal/webhookcerts"
@@ -48,6 +51,9 @@ type options struct {
 	retryPeriod          time.Duration
 	webhookPort          int
 	webhookHost          string
+	webhookService       string
+	keepConversion       bool
+	webhookURL           string
 	certDir              string
 	qps                  float64
 	burst                int
@@ -73,6 +79,9 @@ func run() error {
 	flag.StringVar(&o.certManagement, "webhook-cert-management", "self",
 		"\"self\": generate a CA and serving certificate into --webhook-cert-secret, rotate them before they expire and keep the CA in the webhook configurations' caBundle; \"external\": another tool (e.g. cert-manager) writes --webhook-cert-dir and the caBundle.")
 	flag.StringVar(&o.certSecret, "webhook-cert-secret", "lifeline-system/lifeline-webhook-certs", "namespace/name of the Secret holding the self-managed CA and certificate.")
+	flag.StringVar(&o.webhookService, "webhook-service", "", "namespace/name of the Service the API server calls the webhooks through; the CRDs' conversion webhook is kept pointing at it. Defaults to <namespace>/lifeline-webhook.")
+	flag.BoolVar(&o.keepConversion, "webhook-conversion", true, "Keep the conversion webhook of the CRDs served in two versions pointing at this manager, with its CA; false when another process serves their conversion.")
+	flag.StringVar(&o.webhookURL, "webhook-url", "", "Base https URL the API server calls the webhooks at when the manager runs outside the cluster; the CRDs' conversion webhook is kept pointing at <url>/convert. Overrides --webhook-service.")
 	flag.StringVar(&o.certs.DNSName, "webhook-dns-name", "lifeline-webhook.lifeline-system.svc", "DNS name the API server reaches the webhook server by; the serving certificate is issued for it.")
 	flag.StringVar(&o.certs.MutatingConfiguration, "webhook-mutating-configuration", "lifeline-mutating-webhooks", "MutatingWebhookConfiguration whose caBundle is kept up to date.")
 	flag.StringVar(&o.certs.ValidatingConfiguration, "webhook-validating-configuration", "lifeline-validating-webhooks", "ValidatingWebhookConfiguration whose caBundle is kept up to date.")
@@ -91,6 +100,9 @@ func run() error {
 		return err
 	}
 	lifeline.Namespace = o.namespace
+	if err := o.conversionEndpoint(&lifeline.Conversion); err != nil {
+		return err
+	}
 	scheme, err := lifeline.Scheme()
 	if err != nil {
 		return err
@@ -182,6 +194,26 @@ func setupCerts(mgr ctrl.Manager, o *options) (<-chan struct{}, error) {
 	default:
 		return nil, fmt.Errorf("--webhook-cert-management %q: want self or external", o.certManagement)
 	}
+}
+
+// conversionEndpoint says where the CRDs' conversion webhook calls and
+// with which CA.
+func (o *options) conversionEndpoint(e *conversion.Endpoint) error {
+	if !o.keepConversion {
+		return nil
+	}
+	e.CAFile = filepath.Join(o.certDir, "ca.crt")
+	e.Every = 10 * time.Second
+	if o.webhookURL != "" {
+		e.URL = strings.TrimSuffix(o.webhookURL, "/")
+		return conversion.ValidURL(e.URL)
+	}
+	ns, name, ok := strings.Cut(cmp.Or(o.webhookService, o.namespace+"/lifeline-webhook"), "/")
+	if !ok || ns == "" || name == "" {
+		return fmt.Errorf("--webhook-service %q: want namespace/name", o.webhookService)
+	}
+	e.Service = &apiextensionsv1.ServiceReference{Namespace: ns, Name: name}
+	return nil
 }
 
 // podNamespace is the namespace of the pod the manager runs in, from its

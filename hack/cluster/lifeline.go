@@ -101,6 +101,7 @@ func (c *Cluster) StartLifeline(ctx context.Context, o LifelineOptions) (*Lifeli
 		fmt.Sprintf("--webhook-port=%d", ports[2]),
 		"--webhook-cert-dir=" + filepath.Join(o.Dir, "webhook-certs"),
 		"--webhook-dns-name=localhost",
+		fmt.Sprintf("--webhook-url=https://localhost:%d", ports[2]),
 		"--namespace=" + ManagerNamespace,
 	}
 	if o.QPS > 0 {

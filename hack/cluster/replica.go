@@ -73,6 +73,10 @@ func (c *Cluster) StartReplicaFrom(ctx context.Context, l *Lifeline, bin string)
 			arg = fmt.Sprintf("%s=127.0.0.1:%d", flag, ports[1])
 		case "--webhook-port":
 			arg = fmt.Sprintf("%s=%d", flag, ports[2])
+		case "--webhook-url":
+			// The CRDs' conversion calls the balancer, as the webhook
+			// configurations do (pointWebhooks).
+			arg = fmt.Sprintf("%s=https://localhost:%d", flag, ports[3])
 		case "--webhook-cert-dir":
 			arg = flag + "=" + filepath.Join(c.Dir, "webhook-certs-2")
 		}

@@ -8,7 +8,8 @@
 //     each fail-closed webhook pointed at the namespaces labelled for its
 //     kind of protection, its fail-open twin at all others
 //     (internal/protection);
-//   - the matchConditions the features declare.
+//   - the matchConditions the features declare;
+//   - the conversion stanza of the CRDs served in two versions.
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/lifeline-k8s/lifeline/internal/manager"
@@ -81,7 +83,14 @@ func run() error {
 	if missing := d.missing(); len(missing) > 0 {
 		return fmt.Errorf("%s: no webhook named %s", manifests, strings.Join(missing, ", "))
 	}
-	return os.WriteFile(manifests, out.Bytes(), 0o644)
+	if err := os.WriteFile(manifests, out.Bytes(), 0o644); err != nil {
+		return err
+	}
+	var kinds []schema.GroupKind
+	for _, f := range features {
+		kinds = append(kinds, f.Conversions...)
+	}
+	return addConversions(kinds)
 }
 
 type decorator struct {

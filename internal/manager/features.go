@@ -56,12 +56,12 @@ func PodUnavailableBudget() *Feature {
 		},
 		Controllers: func(_ context.Context, mgr ctrl.Manager, s *Shared) error {
 			gates.apply(s.Budgets)
-			r := &budgetcontroller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("podunavailablebudget-controller"), ManagerNamespace: s.Namespace}
+			r := &budgetcontroller.Reconciler{Client: HubClient(mgr), Recorder: mgr.GetEventRecorder("podunavailablebudget-controller"), ManagerNamespace: s.Namespace}
 			return r.SetupWithManager(mgr)
 		},
 		Webhooks: func(mgr ctrl.Manager, s *Shared, w Webhooks) {
 			gates.apply(s.Budgets)
-			budgetwebhook.Register(w.Server, w.Decoder, mgr.GetClient())
+			budgetwebhook.Register(w.Server, w.Decoder, HubClient(mgr))
 			w.Validating.Register("podunavailablebudget", s.Budgets, slices.Concat(podadmission.DisruptionTargets, podadmission.UpdateTargets)...)
 		},
 		MatchConditions: map[string][]podadmission.MatchCondition{
@@ -72,7 +72,7 @@ func PodUnavailableBudget() *Feature {
 				"(has(object.metadata.labels) && object.metadata.labels.exists(k, k.startsWith('unavailable-pod.kruise.io/') && " +
 				"!(has(oldObject.metadata.labels) && k in oldObject.metadata.labels)))"}},
 		},
-		Protection: []protection.Source{{Kind: protection.Disruptions, Object: &policyv1alpha1.PodUnavailableBudget{}, List: &policyv1alpha1.PodUnavailableBudgetList{}}},
+		Protection: []protection.Source{{Kind: protection.Disruptions, Object: &policyv1beta1.PodUnavailableBudget{}, List: &policyv1alpha1.PodUnavailableBudgetList{}}},
 		FailClosed: map[string]protection.Kind{
 			"vpod.lifeline.dev": protection.Disruptions, "vpodeviction.lifeline.dev": protection.Disruptions, "vpodupdate.lifeline.dev": protection.Disruptions,
 		},
@@ -118,16 +118,16 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 		Conversions: []schema.GroupKind{conversion.CloneSet},
 		Controllers: func(ctx context.Context, mgr ctrl.Manager, s *Shared) error {
 			r := &clonesetcontroller.Reconciler{
-				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("cloneset-controller"),
+				Client: HubClient(mgr), APIReader: HubReader(mgr), Recorder: mgr.GetEventRecorder("cloneset-controller"),
 				Budgets: s.Budgets, Options: *o,
 			}
 			return r.SetupWithManager(ctx, mgr)
 		},
 		Webhooks: func(mgr ctrl.Manager, s *Shared, w Webhooks) {
-			clonesetwebhook.Register(w.Server, w.Decoder, mgr.GetClient())
-			w.Mutating.Register("cloneset-normal-in-bind", clonesetwebhook.NewBindingMutator(w.Decoder, mgr.GetClient(), mgr.GetAPIReader()), clonesetwebhook.BindingTarget)
+			clonesetwebhook.Register(w.Server, w.Decoder, HubClient(mgr))
+			w.Mutating.Register("cloneset-normal-in-bind", clonesetwebhook.NewBindingMutator(w.Decoder, HubClient(mgr), HubReader(mgr)), clonesetwebhook.BindingTarget)
 			w.Validating.Register("cloneset-hook-guard", &clonesetwebhook.HookGuard{
-				Cache: mgr.GetClient(), Live: mgr.GetAPIReader(), Writer: mgr.GetClient(), Recorder: mgr.GetEventRecorder("cloneset-hook-guard"),
+				Cache: HubClient(mgr), Live: HubReader(mgr), Writer: HubClient(mgr), Recorder: mgr.GetEventRecorder("cloneset-hook-guard"),
 				Exempt: map[string]bool{s.Self: true},
 			}, podadmission.DisruptionTargets...)
 		},
@@ -136,7 +136,7 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 			// feature lets its final deletion through.
 			"vpod.lifeline.dev": {{Name: "not-terminating", Expression: "!has(oldObject.metadata.deletionTimestamp)"}},
 		},
-		Protection: []protection.Source{{Kind: protection.Disruptions, Object: &appsv1alpha1.CloneSet{}, List: &appsv1alpha1.CloneSetList{},
+		Protection: []protection.Source{{Kind: protection.Disruptions, Object: &appsv1beta1.CloneSet{}, List: &appsv1alpha1.CloneSetList{},
 			Holds: func(obj client.Object) bool {
 				guards, _ := clonesetwebhook.GuardsHooks(obj.(*appsv1alpha1.CloneSet))
 				return guards
@@ -153,7 +153,7 @@ func PersistentPodState() *Feature {
 	whitelist := &ppsworkloads.Whitelist{}
 	var once sync.Once
 	bound := func(mgr ctrl.Manager) *ppsworkloads.Whitelist {
-		once.Do(func() { whitelist.Reader = mgr.GetAPIReader() })
+		once.Do(func() { whitelist.Reader = HubReader(mgr) })
 		return whitelist
 	}
 	return &Feature{
@@ -173,17 +173,17 @@ func PersistentPodState() *Feature {
 		AddToScheme: schemes(appsv1alpha1.AddToScheme, appsv1beta1.AddToScheme),
 		Conversions: []schema.GroupKind{conversion.PersistentPodState},
 		Controllers: func(ctx context.Context, mgr ctrl.Manager, _ *Shared) error {
-			r := &ppscontroller.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("persistentpodstate-controller"), Custom: bound(mgr)}
+			r := &ppscontroller.Reconciler{Client: HubClient(mgr), Live: HubReader(mgr), Recorder: mgr.GetEventRecorder("persistentpodstate-controller"), Custom: bound(mgr)}
 			if err := r.SetupWithManager(ctx, mgr); err != nil {
 				return err
 			}
-			g := &ppscontroller.Generator{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("persistentpodstate-generator")}
+			g := &ppscontroller.Generator{Client: HubClient(mgr), Recorder: mgr.GetEventRecorder("persistentpodstate-generator")}
 			return g.SetupWithManager(mgr)
 		},
 		Webhooks: func(mgr ctrl.Manager, _ *Shared, w Webhooks) {
-			ppswebhook.Register(w.Server, w.Decoder, mgr.GetClient(), bound(mgr))
+			ppswebhook.Register(w.Server, w.Decoder, HubClient(mgr), bound(mgr))
 			w.Mutating.Register("persistentpodstate-placement", &ppswebhook.Injector{
-				States: mgr.GetClient(), Custom: bound(mgr), Recorder: mgr.GetEventRecorder("persistentpodstate-webhook"),
+				States: HubClient(mgr), Custom: bound(mgr), Recorder: mgr.GetEventRecorder("persistentpodstate-webhook"),
 			}, ppswebhook.CreateTarget)
 		},
 		MatchConditions: map[string][]podadmission.MatchCondition{
@@ -193,7 +193,7 @@ func PersistentPodState() *Feature {
 			"mpodcreate.lifeline.dev": {{Name: "ordinal-pod", Expression: "has(object.metadata.name) && object.metadata.name.matches('-[0-9]+$') && " +
 				"has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller)"}},
 		},
-		Protection: []protection.Source{{Kind: protection.Placement, Object: &appsv1alpha1.PersistentPodState{}, List: &appsv1alpha1.PersistentPodStateList{}}},
+		Protection: []protection.Source{{Kind: protection.Placement, Object: &appsv1beta1.PersistentPodState{}, List: &appsv1alpha1.PersistentPodStateList{}}},
 		FailClosed: map[string]protection.Kind{"mpodcreate.lifeline.dev": protection.Placement},
 	}
 }

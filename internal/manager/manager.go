@@ -17,6 +17,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -46,6 +47,10 @@ type Lifeline struct {
 	shared   Shared
 	// convert serves the features' Conversions (SetupWebhooks).
 	convert http.Handler
+	// Conversion, when its Service or URL is set, is kept as the
+	// conversion webhook of the CRDs of the features' Conversions
+	// (Setup fills in the client and the CRDs).
+	Conversion conversion.Endpoint
 }
 
 // BindFlags binds every feature's flags to fs.
@@ -105,13 +110,16 @@ func (l *Lifeline) Setup(ctx context.Context, mgr ctrl.Manager) error {
 			return fmt.Errorf("conversion webhook: %w", err)
 		}
 		l.convert = h
+		if err := l.keepConversionEndpoint(mgr, kinds); err != nil {
+			return err
+		}
 	}
 	var sources []protection.Source
 	for _, f := range l.features {
 		sources = append(sources, f.Protection...)
 	}
 	if len(sources) > 0 {
-		p := &protection.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("namespace-protection"),
+		p := &protection.Reconciler{Client: HubClient(mgr), Recorder: mgr.GetEventRecorder("namespace-protection"),
 			Sources: sources, Exempt: l.exempt()}
 		if err := p.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("namespace protection: %w", err)
@@ -211,8 +219,9 @@ func (l *Lifeline) sharedWith(mgr ctrl.Manager) *Shared {
 			// own client was already built from.
 			panic(fmt.Sprintf("a client for budget admissions: %v", err))
 		}
+		hubDirect := conversion.HubClient(direct)
 		l.shared.Budgets = &budgetadmission.Guard{
-			Cache: mgr.GetClient(), Live: direct, Writer: direct,
+			Cache: HubClient(mgr), Live: hubDirect, Writer: hubDirect,
 			Recorder: mgr.GetEventRecorder("podunavailablebudget"), Now: time.Now,
 		}
 	})
@@ -257,3 +266,41 @@ func Scheme() *runtime.Scheme {
 	}
 	return s
 }
+
+// keepConversionEndpoint adds the runnable that points the CRDs of kinds at
+// this manager's conversion webhook. It reads and writes CRDs directly (a
+// cache would list and watch every CRD in the cluster).
+func (l *Lifeline) keepConversionEndpoint(mgr ctrl.Manager, kinds []schema.GroupKind) error {
+	if l.Conversion.Service == nil && l.Conversion.URL == "" {
+		return nil
+	}
+	e := &l.Conversion
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	e.Client, e.CRDs = c, nil
+	for _, gk := range kinds {
+		m, err := mgr.GetRESTMapper().RESTMapping(gk)
+		if err != nil {
+			return fmt.Errorf("conversion webhook: finding the CRD of %s: %w", gk, err)
+		}
+		e.CRDs = append(e.CRDs, conversion.CRDName(gk, m.Resource.Resource))
+	}
+	if err := mgr.AddReadyzCheck("conversion", e.Ready); err != nil {
+		return err
+	}
+	return mgr.Add(e)
+}
+
+// HubClient is the manager's client reading and writing the kinds served
+// in two versions as the hub, v1beta1, which the CRDs store and the cache
+// holds (conversion.HubClient).
+func HubClient(mgr ctrl.Manager) client.Client { return conversion.HubClient(mgr.GetClient()) }
+
+// HubReader is HubClient for the manager's uncached reader.
+func HubReader(mgr ctrl.Manager) client.Reader { return conversion.HubReader(mgr.GetAPIReader()) }

@@ -70,7 +70,7 @@ func Manage(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 	// CA the API server no longer trusts (a new cluster, a new Secret),
 	// yet the rotator would take its presence for readiness. Only a copy
 	// of the Secret counts.
-	for _, name := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
+	for _, name := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey, caFile} {
 		if err := os.Remove(filepath.Join(o.CertDir, name)); err != nil && !os.IsNotExist(err) {
 			return nil, fmt.Errorf("removing a stale webhook certificate: %w", err)
 		}
@@ -165,6 +165,10 @@ func (f *fileSync) Start(ctx context.Context) error {
 	}
 }
 
+// caFile is where cert-controller keeps the CA in the Secret, and so
+// where cert-manager's Secrets keep it too.
+const caFile = "ca.crt"
+
 func (f *fileSync) sync(ctx context.Context) (bool, error) {
 	secret := &corev1.Secret{}
 	if err := f.reader.Get(ctx, f.secret, secret); err != nil {
@@ -179,11 +183,12 @@ func (f *fileSync) sync(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	// Key first, certificate last: the rotator takes the certificate's
-	// presence as the sign that both are there.
+	// presence as the sign that both are there. The CA is the conversion
+	// webhook's caBundle (conversion.Endpoint).
 	for _, file := range []struct {
 		path string
 		data []byte
-	}{{keyPath, key}, {certPath, cert}} {
+	}{{filepath.Join(f.dir, caFile), secret.Data[caFile]}, {keyPath, key}, {certPath, cert}} {
 		tmp := file.path + ".tmp"
 		if err := os.WriteFile(tmp, file.data, 0o600); err != nil {
 			return false, err

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -15,10 +16,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -269,6 +273,18 @@ func probe(t *testing.T) error {
 			})
 		},
 		func() error {
+			return step("CloneSet CRD's conversion CA replaced", breakConversionCA(ctx, "clonesets.apps.kruise.io"))
+		},
+		func() error {
+			return within("conversion CA mended, v1alpha1 served", 30*time.Second, func(ctx context.Context) (bool, string, error) {
+				if broken, err := conversionCABroken(ctx, "clonesets.apps.kruise.io"); err != nil || broken {
+					return false, fmt.Sprintf("still broken (%v)", err), nil
+				}
+				err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(cs), &appsv1alpha1.CloneSet{})
+				return err == nil, fmt.Sprint(err), nil
+			})
+		},
+		func() error {
 			return step("in-place update requested", k8s.Patch(ctx, cs, ctrlclient.RawPatch("application/merge-patch+json",
 				[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"nginx:1.28"}]}}}}`))))
 		},
@@ -358,4 +374,59 @@ func probe(t *testing.T) error {
 		}
 	}
 	return nil
+}
+
+// breakConversionCA puts the API server's own CA, which did not sign the
+// manager's serving certificate, into a CRD's conversion webhook, as a
+// re-applied manifest or a stale CA would leave it; the manager must mend it.
+func breakConversionCA(ctx context.Context, name string) error {
+	c, err := crdClient()
+	if err != nil {
+		return err
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, ctrlclient.ObjectKey{Name: name}, crd); err != nil {
+		return err
+	}
+	if crd.Spec.Conversion == nil || crd.Spec.Conversion.Webhook == nil || crd.Spec.Conversion.Webhook.ClientConfig == nil {
+		return fmt.Errorf("%s has no conversion webhook: %+v", name, crd.Spec.Conversion)
+	}
+	ca, err := apiServerCA()
+	if err != nil {
+		return err
+	}
+	crd.Spec.Conversion.Webhook.ClientConfig.CABundle = ca
+	return c.Update(ctx, crd)
+}
+
+func conversionCABroken(ctx context.Context, name string) (bool, error) {
+	c, err := crdClient()
+	if err != nil {
+		return false, err
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, ctrlclient.ObjectKey{Name: name}, crd); err != nil {
+		return false, err
+	}
+	ca, err := apiServerCA()
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(crd.Spec.Conversion.Webhook.ClientConfig.CABundle, ca), nil
+}
+
+func apiServerCA() ([]byte, error) {
+	cfg := rest.CopyConfig(local.Config)
+	if err := rest.LoadTLSFiles(cfg); err != nil {
+		return nil, err
+	}
+	return cfg.CAData, nil
+}
+
+func crdClient() (ctrlclient.Client, error) {
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return ctrlclient.New(local.Config, ctrlclient.Options{Scheme: scheme})
 }

@@ -17,6 +17,7 @@ import (
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	clonesetcontroller "github.com/lifeline-k8s/lifeline/internal/cloneset/controller"
+	"github.com/lifeline-k8s/lifeline/internal/conversion"
 	"github.com/lifeline-k8s/lifeline/internal/manager"
 )
 
@@ -60,8 +61,8 @@ func runCloneSetController(t *testing.T, wrap func(client.Client) client.Client)
 		t.Fatal(err)
 	}
 	r := &clonesetcontroller.Reconciler{
-		Client:    wrap(mgr.GetClient()),
-		APIReader: mgr.GetAPIReader(),
+		Client:    conversion.HubClient(wrap(mgr.GetClient())),
+		APIReader: manager.HubReader(mgr),
 		Recorder:  mgr.GetEventRecorder("cloneset-controller"),
 	}
 	if err := ownerindex.Register(ctx, mgr.GetFieldIndexer()); err != nil {

@@ -189,6 +189,7 @@ func TestCloneSetWebhooks(t *testing.T) {
 	t.Run("validation", testCloneSetValidation)
 	t.Run("every error at once", testCloneSetErrorsAllAtOnce)
 	t.Run("update rules", testCloneSetUpdateRules)
+	t.Run("v1beta1", testCloneSetV1beta1)
 	t.Run("certificate in secret and caBundle", func(t *testing.T) {
 		// withWebhooks already proved the API server trusts the
 		// served certificate; it came from the CA the rotator patched in.
@@ -267,11 +268,16 @@ func testCloneSetDefaults(t *testing.T) {
 	if err := k8s.Create(ctx, inPlace); err != nil {
 		t.Fatal(err)
 	}
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(inPlace), cs); err != nil {
+	// The default is stored (v1beta1); read as v1alpha1 an empty strategy
+	// is nil, as OpenKruise's conversion gives it.
+	stored := &unstructured.Unstructured{}
+	stored.SetAPIVersion("apps.kruise.io/v1beta1")
+	stored.SetKind("CloneSet")
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(inPlace), stored); err != nil {
 		t.Fatal(err)
 	}
-	if cs.Spec.UpdateStrategy.InPlaceUpdateStrategy == nil {
-		t.Error("InPlaceIfPossible without inPlaceUpdateStrategy: want {}")
+	if _, found, _ := unstructured.NestedMap(stored.Object, "spec", "updateStrategy", "rollingUpdate", "inPlaceUpdateStrategy"); !found {
+		t.Errorf("InPlaceIfPossible without inPlaceUpdateStrategy: want {}, stored %v", stored.Object["spec"].(map[string]any)["updateStrategy"])
 	}
 }
 
@@ -360,6 +366,50 @@ func testCloneSetErrorsAllAtOnce(t *testing.T) {
 		{"spec.lifecycle.preDelete.finalizersHandler[0]", "neither a standard finalizer name"},
 	} {
 		requireInvalid(t, err, want.field, want.message)
+	}
+}
+
+// testCloneSetV1beta1: a v1beta1 CloneSet gets the defaults and the
+// validation of a v1alpha1 one (the API server converts it for the
+// webhooks), and the errors name the fields the client wrote.
+func testCloneSetV1beta1(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	beta := func(name, patch string) *unstructured.Unstructured {
+		obj := minimalCloneSet(name)
+		obj.SetAPIVersion("apps.kruise.io/v1beta1")
+		obj.SetNamespace(ns)
+		merged, err := mergePatch(obj, patch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return merged
+	}
+	err := k8s.Create(ctx, beta("bad", `{"spec":{"template":{"spec":{"restartPolicy":"Never"}},"updateStrategy":{"rollingUpdate":{"partition":"half","maxUnavailable":"x"}}}}`))
+	for _, want := range []struct{ field, message string }{
+		{"spec.template.spec.restartPolicy", "Unsupported value"},
+		{"spec.updateStrategy.rollingUpdate.partition", "failed GetScaledValueFromIntOrPercent"},
+		{"spec.updateStrategy.rollingUpdate.maxUnavailable", "failed GetScaledValueFromIntOrPercent for maxUnavailable"},
+	} {
+		requireInvalid(t, err, want.field, want.message)
+	}
+
+	if err := k8s.Create(ctx, beta("web", `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	cs := &appsv1alpha1.CloneSet{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, cs); err != nil {
+		t.Fatal(err)
+	}
+	us, c := cs.Spec.UpdateStrategy, cs.Spec.Template.Spec.Containers[0]
+	if *cs.Spec.RevisionHistoryLimit != 10 || us.MaxUnavailable.String() != "20%" || us.MaxSurge.String() != "0" ||
+		c.TerminationMessagePath != "/dev/termination-log" || cs.Spec.Template.Spec.TerminationGracePeriodSeconds == nil {
+		t.Errorf("a v1beta1 CloneSet was not defaulted as a v1alpha1 one: history %v strategy %+v container %+v", cs.Spec.RevisionHistoryLimit, us, c)
+	}
+	// v1beta1's enablePVCReuse defaults to false (its CRD default), which
+	// v1alpha1 reads as disablePVCReuse, as in OpenKruise.
+	if !cs.Spec.ScaleStrategy.DisablePVCReuse {
+		t.Error("a v1beta1 CloneSet without enablePVCReuse reuses PVCs")
 	}
 }
 

@@ -73,22 +73,27 @@ func TestCRDsAreInstalledWithTheirNamesAndSubresources(t *testing.T) {
 			if crd.Spec.Names.Kind != w.kind || !slices.Equal(crd.Spec.Names.ShortNames, w.shortNames) || crd.Spec.Scope != apiextensionsv1.NamespaceScoped {
 				t.Errorf("names %+v, scope %s", crd.Spec.Names, crd.Spec.Scope)
 			}
-			if len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Name != "v1alpha1" || !crd.Spec.Versions[0].Storage {
+			// Both versions served, v1beta1 stored (as OpenKruise's module
+			// v1.9.0 does), each with the same subresources and columns.
+			if len(crd.Spec.Versions) != 2 || crd.Spec.Versions[0].Name != "v1alpha1" || crd.Spec.Versions[1].Name != "v1beta1" ||
+				crd.Spec.Versions[0].Storage || !crd.Spec.Versions[1].Storage || !crd.Spec.Versions[0].Served || !crd.Spec.Versions[1].Served {
 				t.Fatalf("versions: %+v", crd.Spec.Versions)
 			}
-			v := crd.Spec.Versions[0]
-			if v.Subresources == nil || v.Subresources.Status == nil {
-				t.Errorf("no status subresource")
-			}
-			if diff := cmp.Diff(w.scale, v.Subresources.Scale); diff != "" {
-				t.Errorf("scale subresource (-want +got):\n%s", diff)
-			}
-			var columns []string
-			for _, c := range v.AdditionalPrinterColumns {
-				columns = append(columns, c.Name)
-			}
-			if !slices.Equal(columns, w.columns) {
-				t.Errorf("printer columns: got %v, want %v", columns, w.columns)
+			for _, v := range crd.Spec.Versions {
+				if v.Subresources == nil || v.Subresources.Status == nil {
+					t.Errorf("%s: no status subresource", v.Name)
+					continue
+				}
+				if diff := cmp.Diff(w.scale, v.Subresources.Scale); diff != "" {
+					t.Errorf("%s: scale subresource (-want +got):\n%s", v.Name, diff)
+				}
+				var columns []string
+				for _, c := range v.AdditionalPrinterColumns {
+					columns = append(columns, c.Name)
+				}
+				if !slices.Equal(columns, w.columns) {
+					t.Errorf("%s: printer columns: got %v, want %v", v.Name, columns, w.columns)
+				}
 			}
 		})
 	}
@@ -112,7 +117,17 @@ func TestObjectsRoundTripWithEveryField(t *testing.T) {
 	}{
 		{"seed 001 CloneSet", seed001, cloneSetSpec, cloneSetStatus},
 		{"seed 002 PreNormal CloneSet", seed002, cloneSetSpec, cloneSetStatus},
-		{"CloneSet with every field", fullCloneSet(), cloneSetSpec, cloneSetStatus},
+		// v1alpha1 spells the image pre-download settings as annotations;
+		// the strategy's own fields (the v1beta1 spelling, shared through
+		// the pub package) are dropped on the way to the stored v1beta1,
+		// as OpenKruise's conversion drops them (docs/compatibility.md).
+		{"CloneSet with every field", fullCloneSet(), func(o client.Object) any {
+			spec := o.(*appsv1alpha1.CloneSet).Spec.DeepCopy()
+			if s := spec.UpdateStrategy.InPlaceUpdateStrategy; s != nil {
+				s.ImagePreDownloadParallelism, s.ImagePreDownloadTimeoutSeconds, s.ImagePreDownloadMinUpdatedReadyPods = nil, nil, nil
+			}
+			return spec
+		}, cloneSetStatus},
 		{"PersistentPodState with every field", fullPersistentPodState(),
 			func(o client.Object) any { return o.(*appsv1alpha1.PersistentPodState).Spec },
 			func(o client.Object) any { return o.(*appsv1alpha1.PersistentPodState).Status }},
@@ -220,8 +235,6 @@ func TestSchemaRejectsMalformedObjects(t *testing.T) {
 			"spec.minReadySeconds", "must be of type int32"},
 		{"PersistentPodState without targetRef", fmt.Sprintf(pps, `"requiredPersistentTopology":{"nodeTopologyKeys":["topology.kubernetes.io/zone"]}`),
 			"spec.targetRef", "Required value"},
-		{"PersistentPodState retention policy unknown", fmt.Sprintf(pps, target+`,"persistentPodStateRetentionPolicy":"Forever"`),
-			"spec.persistentPodStateRetentionPolicy", `Unsupported value: "Forever": supported values: "WhenScaled", "WhenDeleted"`},
 		{"PersistentPodState preferred term without weight", fmt.Sprintf(pps, target+`,"preferredPersistentTopology":[{"preference":{"nodeTopologyKeys":["a"]}}]`),
 			"spec.preferredPersistentTopology[0].weight", "Required value"},
 		{"PodUnavailableBudget maxUnavailable a list", fmt.Sprintf(pub, `,"maxUnavailable":[1]`),

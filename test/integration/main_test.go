@@ -74,6 +74,11 @@ func run(m *testing.M) (int, error) {
 	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return 0, err
 	}
+	stopConversion, err := serveConversion(ctx, k8s)
+	if err != nil {
+		return 0, err
+	}
+	defer stopConversion()
 	admin, err := env.AddUser(envtest.User{Name: "integration-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return 0, err

@@ -54,6 +54,8 @@ func TestManagerServesHealthAndMetricsAndLeads(t *testing.T) {
 		"--webhook-cert-secret="+ns+"/webhook-certs", "--webhook-dns-name=localhost",
 		"--webhook-mutating-configuration="+names.Mutating, "--webhook-validating-configuration="+names.Validating,
 		"--leader-elect=true", "--leader-election-namespace="+ns,
+		// This test process serves the CRDs' conversion (serveConversion).
+		"--webhook-conversion=false",
 	)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -44,7 +44,6 @@ type PersistentPodStateSpec struct {
 	// PersistentPodStateRetentionPolicy says when a pod's recorded state is
 	// dropped: WhenScaled (the default) drops it when the workload scales
 	// below the pod's ordinal; WhenDeleted only when the workload is deleted.
-	// +kubebuilder:validation:Enum=WhenScaled;WhenDeleted
 	PersistentPodStateRetentionPolicy PersistentPodStateRetentionPolicyType `json:"persistentPodStateRetentionPolicy,omitempty"`
 }
 

@@ -67,6 +67,7 @@ type TargetReference struct {
 // PodUnavailableBudgetStatus is the observed state of a PodUnavailableBudget.
 type PodUnavailableBudgetStatus struct {
 	// ObservedGeneration is the generation the status was computed for.
+	// +optional
 	ObservedGeneration int64 `json:"observedGeneration"`
 	// DisruptedPods are pods admitted for deletion or eviction, with the
 	// time of admission, that the controller has not yet seen go.

@@ -9,6 +9,9 @@ import (
 	"sync"
 	"time"
 
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	"github.com/lifeline-k8s/lifeline/internal/podexec"
@@ -101,15 +103,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Expectations: podexec.NewExpectations(r.Options.ExpectationTimeout),
 		Metrics:      podexec.Metrics{Created: podsCreated, Deleted: podsDeleted, Failures: actionFailures, Stale: stalePatches, Durations: stateDuration},
 	}
-	owned := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1alpha1.CloneSet{}, handler.OnlyControllerOwner())
+	owned := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1beta1.CloneSet{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&appsv1alpha1.CloneSet{}).
+		For(&appsv1beta1.CloneSet{}).
 		Watches(&corev1.Pod{}, owned).
 		Watches(&corev1.PersistentVolumeClaim{}, owned).
 		Watches(&appsv1.ControllerRevision{}, owned).
 		// A budget that frees up lets held pods go at once, not at the
 		// next retry.
-		Watches(&policyv1alpha1.PodUnavailableBudget{}, handler.EnqueueRequestsFromMapFunc(r.cloneSetsOf)).
+		Watches(&policyv1beta1.PodUnavailableBudget{}, handler.EnqueueRequestsFromMapFunc(r.cloneSetsOf)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers, RateLimiter: requeue.RateLimiter()}).
 		Complete(r)
 }

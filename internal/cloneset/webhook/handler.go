@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/lifeline-k8s/lifeline/internal/conversion"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,6 +80,9 @@ func (v *validator) Handle(ctx context.Context, req admission.Request) admission
 	}
 	if len(errs) == 0 {
 		return admission.Allowed("")
+	}
+	if conversion.RequestedInHub(req.RequestKind) {
+		errs = conversion.HubPaths(conversion.CloneSet, errs)
 	}
 	// A 422 with a cause per field, as the API server's own validation
 	// answers, so clients read the field paths without parsing messages.

@@ -13,6 +13,9 @@ import (
 	"strconv"
 	"time"
 
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -92,13 +95,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&policyv1alpha1.PodUnavailableBudget{}).
+		For(&policyv1beta1.PodUnavailableBudget{}).
 		Watches(&corev1.Pod{}, r.podEvents()).
 		// A workload scaled changes what its budgets expect (a scale-down
 		// must not wait for the resync to be let through).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
-		Watches(&appsv1alpha1.CloneSet{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
+		Watches(&appsv1beta1.CloneSet{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
 		// A namespace's protection label turns the Protecting condition.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.budgetsIn)).
 		Named("podunavailablebudget").
@@ -115,7 +118,7 @@ var replicasChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool
 			return w.Spec.Replicas
 		case *appsv1.StatefulSet:
 			return w.Spec.Replicas
-		case *appsv1alpha1.CloneSet:
+		case *appsv1beta1.CloneSet:
 			return w.Spec.Replicas
 		}
 		return nil

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lifeline-k8s/lifeline/internal/conversion"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -68,6 +70,9 @@ func (v *validator) Handle(ctx context.Context, req admission.Request) admission
 			pods.Items = nil // warnings are advice: go without the pods' view
 		}
 		return admission.Allowed("").WithWarnings(Warnings(ctx, v.budgets, pub, list.Items, pods.Items)...)
+	}
+	if conversion.RequestedInHub(req.RequestKind) {
+		errs = conversion.HubPaths(conversion.PodUnavailableBudget, errs)
 	}
 	status := apierrors.NewInvalid(policyv1alpha1.GroupVersion.WithKind("PodUnavailableBudget").GroupKind(), pub.Name, errs).ErrStatus
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -74,7 +76,7 @@ type Reconciler struct {
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&appsv1alpha1.PersistentPodState{}).
+		For(&appsv1beta1.PersistentPodState{}).
 		Watches(&corev1.Pod{}, r.podEvents()).
 		// A StatefulSet matters when it comes, goes or scales; its status
 		// writes (one per pod that becomes ready) do not.

@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,7 +37,7 @@ type Generator struct {
 func (g *Generator) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&appsv1.StatefulSet{}, builder.WithPredicates(annotationsChanged)).
-		Owns(&appsv1alpha1.PersistentPodState{}).
+		Owns(&appsv1beta1.PersistentPodState{}).
 		Named("persistentpodstate-generator").
 		WithOptions(controller.Options{RateLimiter: requeue.RateLimiter()}).
 		Complete(g)
