@@ -37,6 +37,24 @@ type OpenKruise struct {
 	env, args    []string
 }
 
+// KruiseModuleDir is where the pinned OpenKruise module's source is. go
+// list -m reports no directory for a module not yet in the module cache (a
+// cold machine); go mod download fetches it (checked against the
+// committed go.sum) and says where it put it.
+func KruiseModuleDir(ctx context.Context, root string) (string, error) {
+	download := exec.CommandContext(ctx, "go", "mod", "download", "-json", KruiseModule)
+	download.Dir = filepath.Join(root, "hack", "tools", "kruise")
+	js, err := download.Output()
+	if err != nil {
+		return "", fmt.Errorf("downloading %s: %w", KruiseModule, err)
+	}
+	var mod struct{ Dir, Error string }
+	if err := json.Unmarshal(js, &mod); err != nil || mod.Dir == "" {
+		return "", fmt.Errorf("downloading %s: no directory (%v) %s", KruiseModule, err, mod.Error)
+	}
+	return mod.Dir, nil
+}
+
 // KruiseConfig renders config/default of the pinned OpenKruise module with
 // the cluster's kubectl (kustomize), keeping what an out-of-cluster manager
 // needs: the CustomResourceDefinitions, the kruise-system namespace and
@@ -46,21 +64,12 @@ func (c *Cluster) KruiseConfig(ctx context.Context) ([]*unstructured.Unstructure
 	if err != nil {
 		return nil, err
 	}
-	// go list -m reports no Dir for a module not yet in the module cache
-	// (a cold machine); go mod download fetches it (checked against the
-	// committed go.sum) and reports where it put it.
-	download := exec.CommandContext(ctx, "go", "mod", "download", "-json", KruiseModule)
-	download.Dir = filepath.Join(root, "hack", "tools", "kruise")
-	js, err := download.Output()
+	dir, err := KruiseModuleDir(ctx, root)
 	if err != nil {
-		return nil, fmt.Errorf("downloading %s: %w", KruiseModule, err)
-	}
-	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal(js, &mod); err != nil || mod.Dir == "" {
-		return nil, fmt.Errorf("downloading %s: no directory (%v) %s", KruiseModule, err, mod.Error)
+		return nil, err
 	}
 	var out, stderr bytes.Buffer
-	render := exec.CommandContext(ctx, c.Binaries["kubectl"], "kustomize", filepath.Join(mod.Dir, "config", "default"))
+	render := exec.CommandContext(ctx, c.Binaries["kubectl"], "kustomize", filepath.Join(dir, "config", "default"))
 	render.Stdout, render.Stderr = &out, &stderr
 	if err := render.Run(); err != nil {
 		return nil, fmt.Errorf("kubectl kustomize: %w: %s", err, stderr.String())
