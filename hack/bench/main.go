@@ -40,10 +40,11 @@ func main() {
 	budgetDeletions := flag.Int("budget-deletions", 2000, "pods deleted in the deletion run, with and without the budget")
 	budgetInFlight := flag.Int("budget-in-flight", 50, "deletions in flight at once")
 	ppsRecords := flag.Int("pps-records", 1000, "records of the PersistentPodState in the pod-creation run, and pods created (0: no run)")
+	conversionReads := flag.Int("conversion-reads", 1000, "reads of a CloneSet in each version in the conversion run (0: no run)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	budget := budgetRun{covered: *budgetPods, deletions: *budgetDeletions, inFlight: *budgetInFlight, ppsRecords: *ppsRecords}
+	budget := budgetRun{covered: *budgetPods, deletions: *budgetDeletions, inFlight: *budgetInFlight, ppsRecords: *ppsRecords, conversionReads: *conversionReads}
 	if err := run(ctx, *pods, *down, *qps, *nodes, strings.Split(*only, ","), *verbose, budget); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -84,7 +85,7 @@ type result struct {
 }
 
 // budgetRun sizes the PodUnavailableBudget deletion run.
-type budgetRun struct{ covered, deletions, inFlight, ppsRecords int }
+type budgetRun struct{ covered, deletions, inFlight, ppsRecords, conversionReads int }
 
 func run(ctx context.Context, pods, down, qps, nodes int, only []string, verbose bool, budget budgetRun) error {
 	root, err := cluster.RepoRoot()
@@ -171,6 +172,11 @@ func run(ctx context.Context, pods, down, qps, nodes int, only []string, verbose
 	}
 	if budget.ppsRecords > 0 {
 		if err := b.ppsBench(ctx, l, budget.ppsRecords, budget.inFlight); err != nil {
+			return err
+		}
+	}
+	if budget.conversionReads > 0 {
+		if err := b.conversionBench(ctx, l, 100, budget.conversionReads); err != nil {
 			return err
 		}
 	}

@@ -139,9 +139,22 @@ func canonicalAlphaBudget(o runtime.Object) {
 
 // canonicalBetaBudget: v1beta1 → v1alpha1 → v1beta1. 1. The
 // protect-operations and protect-total-replicas annotations, v1alpha1's
-// spelling of the fields, are rewritten from the fields.
+// spelling of the fields, are rewritten from the fields when these are
+// set; 2. when a field is unset, an annotation that parses sets it (what
+// OpenKruise's controller reads it as), and stays.
 func canonicalBetaBudget(o runtime.Object) {
 	b := o.(*policyv1beta1.PodUnavailableBudget)
+	if len(b.Spec.ProtectOperations) == 0 {
+		if ops, err := parseOperations(b.Annotations[policyv1alpha1.PubProtectOperationAnnotation]); err == nil {
+			b.Spec.ProtectOperations = ops
+		}
+	}
+	if b.Spec.ProtectTotalReplicas == nil {
+		b.Spec.ProtectTotalReplicas = parseInt32(b.Annotations[policyv1alpha1.PubProtectTotalReplicasAnnotation])
+	}
 	delete(b.Annotations, policyv1alpha1.PubProtectOperationAnnotation)
 	delete(b.Annotations, policyv1alpha1.PubProtectTotalReplicasAnnotation)
+	if len(b.Annotations) == 0 {
+		b.Annotations = nil
+	}
 }

@@ -45,20 +45,22 @@ func PodUnavailableBudgetToHub(src *policyv1alpha1.PodUnavailableBudget, dst *po
 }
 
 // PodUnavailableBudgetFromHub converts a v1beta1 budget to v1alpha1, writing
-// protectOperations and protectTotalReplicas as annotations (and removing
-// them when unset), and keeping ignoredPodSelector in StashAnnotation.
+// protectOperations and protectTotalReplicas, when set, as annotations, and
+// keeping ignoredPodSelector in StashAnnotation.
 func PodUnavailableBudgetFromHub(src *policyv1beta1.PodUnavailableBudget, dst *policyv1alpha1.PodUnavailableBudget) error {
 	in := src.DeepCopy()
 	meta := in.ObjectMeta
+	// A field that is set wins; an unset one leaves the annotation as it
+	// is. OpenKruise's conversion removes it, but its module's budget CRD
+	// converts with strategy None, so a budget written there as v1alpha1
+	// is stored with the annotations and no fields, and its controller
+	// falls back to the annotations (getPubProtectOperations). Removing
+	// them here would widen such a budget to every operation.
 	if len(in.Spec.ProtectOperations) > 0 {
 		setAnnotation(&meta, policyv1alpha1.PubProtectOperationAnnotation, joinOperations(in.Spec.ProtectOperations))
-	} else {
-		deleteAnnotation(&meta, policyv1alpha1.PubProtectOperationAnnotation)
 	}
 	if t := in.Spec.ProtectTotalReplicas; t != nil {
 		setAnnotation(&meta, policyv1alpha1.PubProtectTotalReplicasAnnotation, strconv.Itoa(int(*t)))
-	} else {
-		deleteAnnotation(&meta, policyv1alpha1.PubProtectTotalReplicasAnnotation)
 	}
 	if err := writeStash(&meta, stash{IgnoredPodSelector: in.Spec.IgnoredPodSelector}); err != nil {
 		return err

@@ -3,7 +3,6 @@ package migration
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -20,11 +19,8 @@ import (
 // CloneSet, as a user's cluster has them before the swap.
 func TestOpenKruiseRunsOnTheLocalCluster(t *testing.T) {
 	ctx := context.Background()
-	k, err := local.StartOpenKruise(ctx, os.Stderr)
-	if err != nil {
-		t.Fatalf("starting OpenKruise: %v (log %s)", err, local.LogFile("kruise-manager"))
-	}
-	t.Logf("OpenKruise installed %d objects from its module's config", len(k.Manifests))
+	ensureOpenKruise(t)
+	t.Logf("OpenKruise installed %d objects from its module's config", len(kruise.Manifests))
 	ns := newNamespace(t)
 	labels := map[string]string{"app": "demo"}
 	cs := &appsv1alpha1.CloneSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "demo"}, Spec: appsv1alpha1.CloneSetSpec{
