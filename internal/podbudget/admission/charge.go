@@ -69,10 +69,15 @@ type taken struct {
 // controller takes budget this way before an in-place update, which no pod
 // admission sees.
 func (g *Guard) Take(ctx context.Context, r Request) (Verdict, error) {
+	budgets, err := g.budgetsOf(ctx, r.Pod)
 	if g.Unchecked[r.Op] {
+		// Counted, so that a user weighing the gate sees what it lets
+		// through unjudged.
+		for _, pub := range budgets {
+			admissions.WithLabelValues(pub.Namespace+"/"+pub.Name, string(r.Op), "unchecked").Inc()
+		}
 		return Verdict{Allowed: true, Reason: fmt.Sprintf("budgets are not checked for %s (its gate is off)", r.Op)}, nil
 	}
-	budgets, err := g.budgetsOf(ctx, r.Pod)
 	if err != nil || len(budgets) == 0 {
 		return Verdict{Allowed: true}, err
 	}

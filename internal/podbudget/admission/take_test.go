@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -142,5 +144,11 @@ func TestUncheckedOperationsPassASpentBudget(t *testing.T) {
 	}
 	if len(got.Status.DisruptedPods)+len(got.Status.UnavailablePods) != 0 {
 		t.Errorf("records %v %v, want none", got.Status.DisruptedPods, got.Status.UnavailablePods)
+	}
+	key := pub.Namespace + "/" + pub.Name
+	for _, op := range []policyv1alpha1.PubOperation{policyv1alpha1.PubUpdateOperation, policyv1alpha1.PubResizeOperation} {
+		if n := testutil.ToFloat64(admissions.WithLabelValues(key, string(op), "unchecked")); n != 1 {
+			t.Errorf("%s let through unchecked counted %v times, want 1", op, n)
+		}
 	}
 }
