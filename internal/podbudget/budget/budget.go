@@ -330,10 +330,14 @@ func resourcesEqual(a, b []corev1.Container) bool {
 // pod guarded. It returns what to add to a pod with the budget name: both
 // when neither is there, the missing one (with the other's value) when
 // one is, nothing when both are (whichever budget they name; a pod under
-// several budgets keeps the first written, as in OpenKruise).
-func RelatedAnnotations(name string, pod *corev1.Pod) map[string]string {
+// several budgets keeps the first written, as in OpenKruise). A name that
+// exists says no longer (a deleted budget) is replaced by this one: the
+// annotation names a budget that covers the pod whenever one does.
+func RelatedAnnotations(name string, pod *corev1.Pod, exists func(string) bool) map[string]string {
 	current, deprecated := pod.Annotations[policyv1beta1.PodRelatedPubAnnotation], pod.Annotations[policyv1alpha1.PodRelatedPubAnnotation]
+	stale := func(v string) bool { return v != "" && v != name && !exists(v) }
 	switch {
+	case stale(current) || stale(deprecated):
 	case current != "" && deprecated != "":
 		return nil
 	case current != "":

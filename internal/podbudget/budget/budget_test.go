@@ -276,9 +276,13 @@ func TestRelatedAnnotations(t *testing.T) {
 		{"only the v1beta1 key: the other, same value", map[string]string{current: "a"}, map[string]string{deprecated: "a"}},
 		{"only the v1alpha1 key: the other, same value", map[string]string{deprecated: "a"}, map[string]string{current: "a"}},
 		{"both, naming another budget: nothing", map[string]string{current: "a", deprecated: "a"}, nil},
+		{"both, naming this budget: nothing", map[string]string{current: "b", deprecated: "b"}, nil},
+		{"both, naming a deleted budget: this one", map[string]string{current: "gone", deprecated: "gone"}, map[string]string{current: "b", deprecated: "b"}},
+		{"one naming a deleted budget: both, this one", map[string]string{deprecated: "gone"}, map[string]string{current: "b", deprecated: "b"}},
 	} {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: c.has}}
-		if got := RelatedAnnotations("b", pod); !reflect.DeepEqual(got, c.want) {
+		exists := func(n string) bool { return n == "a" || n == "b" }
+		if got := RelatedAnnotations("b", pod, exists); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}

@@ -18,12 +18,22 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=patch
 
 // annotateRelated writes the related-pub annotations (budget.RelatedAnnotations)
-// on the budget's pods that lack them: one patch per pod, once. The pods are
-// the cache's own objects and are not changed.
+// on the budget's pods that lack them or name a budget that is gone: one
+// patch per pod, once. The pods are the cache's own objects and are not
+// changed.
 func (r *Reconciler) annotateRelated(ctx context.Context, pub *policyv1alpha1.PodUnavailableBudget, pods []*corev1.Pod) error {
+	list := &policyv1alpha1.PodUnavailableBudgetList{}
+	if err := r.List(ctx, list, client.InNamespace(pub.Namespace)); err != nil {
+		return err
+	}
+	live := map[string]bool{}
+	for _, b := range list.Items {
+		live[b.Name] = b.DeletionTimestamp == nil
+	}
+	exists := func(name string) bool { return live[name] }
 	var errs []error
 	for _, pod := range pods {
-		add := budget.RelatedAnnotations(pub.Name, pod)
+		add := budget.RelatedAnnotations(pub.Name, pod, exists)
 		if add == nil {
 			continue
 		}
