@@ -18,6 +18,10 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,9 +78,10 @@ func (c *Cluster) StartReplicaFrom(ctx context.Context, l *Lifeline, bin string)
 		case "--webhook-port":
 			arg = fmt.Sprintf("%s=%d", flag, ports[2])
 		case "--webhook-url":
-			// The CRDs' conversion calls the balancer, as the webhook
-			// configurations do (pointWebhooks).
-			arg = fmt.Sprintf("%s=https://localhost:%d", flag, ports[3])
+			// The harness points the CRDs' conversion at the balancer,
+			// as it does the webhook configurations (pointWebhooks); the
+			// first replica, having pointed it once, leaves it there.
+			arg = "--webhook-conversion=false"
 		case "--webhook-cert-dir":
 			arg = flag + "=" + filepath.Join(c.Dir, "webhook-certs-2")
 		}
@@ -235,5 +240,35 @@ func (c *Cluster) pointWebhooks(ctx context.Context, port int) error {
 	for i := range m.Webhooks {
 		repoint(&m.Webhooks[i].ClientConfig)
 	}
-	return kc.Update(ctx, m)
+	if err := kc.Update(ctx, m); err != nil {
+		return err
+	}
+	// The CRDs' conversion too. A manager run with --webhook-url leaves a
+	// stanza it has pointed once where it is, as long as its CA is there.
+	for _, name := range ConvertedCRDs {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			crd := &unstructured.Unstructured{}
+			crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+			if err := kc.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+				return err
+			}
+			u, found, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "webhook", "clientConfig", "url")
+			if !found {
+				return nil
+			}
+			cc := admissionregistrationv1.WebhookClientConfig{URL: &u}
+			repoint(&cc)
+			if err := unstructured.SetNestedField(crd.Object, *cc.URL, "spec", "conversion", "webhook", "clientConfig", "url"); err != nil {
+				return err
+			}
+			return kc.Update(ctx, crd)
+		})
+		if err != nil {
+			return fmt.Errorf("pointing %s's conversion at port %d: %w", name, port, err)
+		}
+	}
+	return nil
 }
+
+// ConvertedCRDs are the CRDs whose conversion the manager serves.
+var ConvertedCRDs = []string{"clonesets.apps.kruise.io", "persistentpodstates.apps.kruise.io", "podunavailablebudgets.policy.kruise.io"}

@@ -68,10 +68,11 @@ func TestMakeDevComesUpAndTearsDownWhole(t *testing.T) {
 		t.Errorf("the demo CloneSet is missing: %s", got)
 	}
 	// The manager's webhooks, on their self-managed certificate, defaulted
-	// the demo, and its controller runs it.
+	// the demo, and its controller runs it. kubectl reads v1beta1, the
+	// stored version, where the partition is under rollingUpdate.
 	eventually(t, time.Minute, "the demo CloneSet defaulted and reconciled", func(context.Context) (bool, string, error) {
 		got, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", "demo", "get", "clone", "cloneset-lifecycle-demo",
-			"-o", "jsonpath={.spec.updateStrategy.partition} {.spec.revisionHistoryLimit} {.status.observedGeneration} {.status.availableReplicas}").CombinedOutput()
+			"-o", "jsonpath={.spec.updateStrategy.rollingUpdate.partition} {.spec.revisionHistoryLimit} {.status.observedGeneration} {.status.availableReplicas}").CombinedOutput()
 		return err == nil && string(got) == "0 10 1 2", fmt.Sprintf("partition, revisionHistoryLimit, observedGeneration, availableReplicas: %q %v", got, err), nil
 	})
 	// The volumes demo's claims are provisioned and bound, so its pods run.
