@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,10 +67,12 @@ func newPod(cs *appsv1alpha1.CloneSet, cr *appsv1.ControllerRevision, id string,
 	pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = podlife.ShortHash(cr.Name)
 	pod.Labels[pub.LifecycleStateKey] = string(state)
 	pod.Annotations[pub.LifecycleTimestampKey] = now.Format(time.RFC3339)
-	if planner.UpdatesInPlace(cs) {
+	// A gate the template declares already (as OpenKruise's in-place
+	// documentation has users write) is not added twice.
+	if planner.UpdatesInPlace(cs) && !podfacts.HasReadinessGate(pod, pub.InPlaceUpdateReady) {
 		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.InPlaceUpdateReady})
 	}
-	if planner.MarksPodNotReady(cs) {
+	if planner.MarksPodNotReady(cs) && !podfacts.HasReadinessGate(pod, pub.KruisePodReadyConditionType) {
 		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType})
 	}
 

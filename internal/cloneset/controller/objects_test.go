@@ -76,6 +76,18 @@ func TestNewPodAndPVCs(t *testing.T) {
 		gated.Spec.ReadinessGates[0].ConditionType != pub.KruisePodReadyConditionType {
 		t.Errorf("readiness gates with markPodNotReady: %v", gated.Spec.ReadinessGates)
 	}
+	// Declared in the template: kept once, not added again.
+	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	cs.Spec.Template.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}, {ConditionType: pub.KruisePodReadyConditionType}}
+	declared, err := revision.New(cs, ptr.To[int32](0), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gated, _ := newPod(cs, declared, "x7k2p", pub.LifecycleStateNormal, now); len(gated.Spec.ReadinessGates) != 2 {
+		t.Errorf("readiness gates declared by the template: %v", gated.Spec.ReadinessGates)
+	}
+	cs.Spec.Template.Spec.ReadinessGates = nil
+	cs.Spec.UpdateStrategy.Type = ""
 
 	pvcs := newPVCs(cs, "x7k2p")
 	if len(pvcs) != 1 || pvcs[0].Name != "data-web-x7k2p" || pvcs[0].Labels["disk"] != "ssd" || pvcs[0].Labels["app"] != "web" ||
