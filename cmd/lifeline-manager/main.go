@@ -15,6 +15,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -119,7 +120,11 @@ func run() error {
 	cfg.UserAgent = "lifeline-manager"
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
+		Scheme: scheme,
+		// No controller or webhook reads managedFields; dropping them
+		// before objects enter the cache saves their bytes on every
+		// cached pod.
+		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 		Metrics:                 o.metrics.Server(),
 		HealthProbeBindAddress:  o.healthAddr,
 		LeaderElection:          o.leaderElect,
