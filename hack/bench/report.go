@@ -53,7 +53,9 @@ func report(results []result) {
 	re, okR := find("CloneSet", 1)
 	ip, okI := find("CloneSet (in-place)", 1)
 	if okD && okR && okI {
-		fmt.Println("In-place update of the rollout (target: at least 3× faster than CloneSet's ReCreate, and faster than Deployment's):")
+		// The retired "3× faster than ReCreate" target is gone: on kwok's
+		// instant profile neither skips any waiting (docs/benchmark.md).
+		fmt.Println("In-place update of the rollout (target: faster than Deployment's):")
 		fmt.Printf("  in-place %.1fs, ReCreate %.1fs (%.2f× faster), Deployment %.1fs (%.2f× faster); pod writes/pod %.2f vs %.2f vs %.2f; controller requests/pod %.2f vs %.2f vs %.2f\n",
 			ip.wall.Seconds(), re.wall.Seconds(), re.wall.Seconds()/ip.wall.Seconds(), d.wall.Seconds(), d.wall.Seconds()/ip.wall.Seconds(),
 			ip.podWritesPerPod, re.podWritesPerPod, d.podWritesPerPod,
