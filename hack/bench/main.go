@@ -54,7 +54,8 @@ func main() {
 // kinds are the workloads compared, in the order they run. The last two
 // run with the pod binding webhook taken out of the cluster, to show what
 // it costs every bind and what it saves the CloneSet.
-var kinds = []string{"Deployment", "CloneSet", "CloneSet (in-place)", noWebhook + "Deployment", noWebhook + "CloneSet"}
+var kinds = []string{"Deployment", "CloneSet", "CloneSet (in-place)", "CloneSet (" + gateDeclared + ")", "CloneSet (in-place + " + gateDeclared + ")",
+	noWebhook + "Deployment", noWebhook + "CloneSet"}
 
 // noWebhook prefixes a kind that runs without the pod binding webhook.
 const noWebhook = "no binding webhook: "
@@ -63,11 +64,13 @@ const noWebhook = "no binding webhook: "
 // controller's: kube-controller-manager runs each controller under its own
 // service account.
 var controllerUsers = map[string][]string{
-	"Deployment":             {"system:serviceaccount:kube-system:deployment-controller", "system:serviceaccount:kube-system:replicaset-controller"},
-	"CloneSet":               {"lifeline-manager"},
-	"CloneSet (in-place)":    {"lifeline-manager"},
-	noWebhook + "Deployment": {"system:serviceaccount:kube-system:deployment-controller", "system:serviceaccount:kube-system:replicaset-controller"},
-	noWebhook + "CloneSet":   {"lifeline-manager"},
+	"Deployment":                      {"system:serviceaccount:kube-system:deployment-controller", "system:serviceaccount:kube-system:replicaset-controller"},
+	"CloneSet":                        {"lifeline-manager"},
+	"CloneSet (in-place)":             {"lifeline-manager"},
+	"CloneSet (" + gateDeclared + ")": {"lifeline-manager"},
+	"CloneSet (in-place + " + gateDeclared + ")": {"lifeline-manager"},
+	noWebhook + "Deployment":                     {"system:serviceaccount:kube-system:deployment-controller", "system:serviceaccount:kube-system:replicaset-controller"},
+	noWebhook + "CloneSet":                       {"lifeline-manager"},
 }
 
 type result struct {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -10,10 +11,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 )
 
 type workload struct{ kind, ns string }
+
+// gateDeclared marks the CloneSet kinds whose template declares the
+// InPlaceUpdateReady readiness gate itself.
+const gateDeclared = "gate declared"
 
 func (w workload) create(ctx context.Context, k8s ctrlclient.Client, replicas int32) error {
 	labels := map[string]string{"app": "bench"}
@@ -32,8 +38,12 @@ func (w workload) create(ctx context.Context, k8s ctrlclient.Client, replicas in
 		})
 	}
 	strategy := appsv1alpha1.CloneSetUpdateStrategy{MaxUnavailable: &twenty, MaxSurge: &zero}
-	if w.kind == "CloneSet (in-place)" {
+	if strings.Contains(w.kind, "in-place") {
 		strategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+	}
+	if strings.Contains(w.kind, gateDeclared) {
+		// As OpenKruise's in-place documentation has users write it.
+		tmpl.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}
 	}
 	return k8s.Create(ctx, &appsv1alpha1.CloneSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "bench"},
