@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -40,11 +41,12 @@ func main() {
 	budgetDeletions := flag.Int("budget-deletions", 2000, "pods deleted in the deletion run, with and without the budget")
 	budgetInFlight := flag.Int("budget-in-flight", 50, "deletions in flight at once")
 	ppsRecords := flag.Int("pps-records", 1000, "records of the PersistentPodState in the pod-creation run, and pods created (0: no run)")
+	memoryPods := flag.String("memory-pods", "", "pod counts to scale one CloneSet through, reading the manager's memory at each, comma-separated (empty: no run; e.g. 1000,5000,10000,20000)")
 	conversionReads := flag.Int("conversion-reads", 1000, "reads of a CloneSet in each version in the conversion run (0: no run)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	budget := budgetRun{covered: *budgetPods, deletions: *budgetDeletions, inFlight: *budgetInFlight, ppsRecords: *ppsRecords, conversionReads: *conversionReads}
+	budget := budgetRun{covered: *budgetPods, deletions: *budgetDeletions, inFlight: *budgetInFlight, ppsRecords: *ppsRecords, conversionReads: *conversionReads, memoryPods: sizes(*memoryPods)}
 	if err := run(ctx, *pods, *down, *qps, *nodes, strings.Split(*only, ","), *verbose, budget); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -88,7 +90,22 @@ type result struct {
 }
 
 // budgetRun sizes the PodUnavailableBudget deletion run.
-type budgetRun struct{ covered, deletions, inFlight, ppsRecords, conversionReads int }
+type budgetRun struct {
+	covered, deletions, inFlight, ppsRecords, conversionReads int
+	memoryPods                                                []int
+}
+
+// sizes reads a comma-separated list of pod counts; what does not parse is
+// left out.
+func sizes(list string) []int {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 func run(ctx context.Context, pods, down, qps, nodes int, only []string, verbose bool, budget budgetRun) error {
 	root, err := cluster.RepoRoot()
@@ -175,6 +192,11 @@ func run(ctx context.Context, pods, down, qps, nodes int, only []string, verbose
 	}
 	if budget.ppsRecords > 0 {
 		if err := b.ppsBench(ctx, l, budget.ppsRecords, budget.inFlight); err != nil {
+			return err
+		}
+	}
+	if len(budget.memoryPods) > 0 {
+		if err := b.memoryBench(ctx, l, budget.memoryPods); err != nil {
 			return err
 		}
 	}
