@@ -44,6 +44,7 @@ func main() {
 type options struct {
 	metrics              metricsauth.Options
 	healthAddr           string
+	pprofAddr            string
 	leaderElect          bool
 	leaderElectNamespace string
 	namespace            string
@@ -67,6 +68,7 @@ func run() error {
 	var o options
 	o.metrics.BindFlags(flag.CommandLine)
 	flag.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
+	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address Go's pprof endpoints (/debug/pprof/) bind to, for profiling memory and CPU; empty (the default) serves none.")
 	flag.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader so that only one replica reconciles at a time.")
 	flag.StringVar(&o.namespace, "namespace", podNamespace(),
 		"The manager's own namespace: it holds the leader election lease and is never protected by fail-closed webhooks, so that the manager can always be repaired. Defaults to the pod's namespace, or lifeline-system outside a cluster.")
@@ -127,6 +129,7 @@ func run() error {
 		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 		Metrics:                 o.metrics.Server(),
 		HealthProbeBindAddress:  o.healthAddr,
+		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "lifeline-manager.lifeline.dev",
 		LeaderElectionNamespace: cmp.Or(o.leaderElectNamespace, o.namespace),

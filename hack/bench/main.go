@@ -127,7 +127,12 @@ func run(ctx context.Context, pods, down, qps, nodes int, only []string, verbose
 	if _, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: []string{filepath.Join(root, "config", "crd", "bases")}}); err != nil {
 		return err
 	}
-	l, err := c.StartLifeline(ctx, cluster.LifelineOptions{Root: root, Dir: dir, QPS: qps})
+	pprofPort, err := cluster.FreePorts(1)
+	if err != nil {
+		return err
+	}
+	pprof := fmt.Sprintf("127.0.0.1:%d", pprofPort[0])
+	l, err := c.StartLifeline(ctx, cluster.LifelineOptions{Root: root, Dir: dir, QPS: qps, Args: []string{"--pprof-bind-address=" + pprof}})
 	if l != nil {
 		scraper = l.Scraper
 	}
@@ -141,7 +146,7 @@ func run(ctx context.Context, pods, down, qps, nodes int, only []string, verbose
 		return err
 	}
 	client := kubernetes.NewForConfigOrDie(cfg)
-	b := &bench{c: c, k8s: k8s, client: client, audit: audit, pods: pods, down: down, verbose: verbose}
+	b := &bench{c: c, k8s: k8s, client: client, audit: audit, pods: pods, down: down, verbose: verbose, pprof: pprof}
 
 	var results []result
 	for i, kind := range kinds {

@@ -32,6 +32,8 @@ type bench struct {
 	pods, down     int
 	verbose        bool
 	webhookRemoved bool
+	// pprof is the manager's pprof address (host:port).
+	pprof string
 }
 
 // removeBindingWebhook takes the pod binding webhook out of lifeline's

@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -54,6 +58,11 @@ func (b *bench) memoryBench(ctx context.Context, l *cluster.Lifeline, sizes []in
 			return fmt.Errorf("scaling to %d: %w", n, err)
 		}
 		rows = append(rows, row{pods: n, rss: float64(peak), heap: heapNow(), settleTime: time.Since(start)})
+		if i == len(sizes)-1 {
+			if err := b.heapTop(ctx, n); err != nil {
+				fmt.Println("memory: no heap profile:", err)
+			}
+		}
 	}
 	fmt.Println("Manager memory by pods cached (target: peak RSS under 300 MiB at 10,000 pods, at most linear):")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -76,4 +85,34 @@ func gauge(url, name string) float64 {
 		return 0
 	}
 	return f.GetMetric()[0].GetGauge().GetValue()
+}
+
+// heapTop saves the manager's heap profile and prints what holds the most
+// memory in use, so that a figure comes with where it goes.
+func (b *bench) heapTop(ctx context.Context, pods int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.pprof+"/debug/pprof/heap", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("lifeline-manager-heap-%d-pods.pprof", pods))
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Printf("memory: heap profile at %d pods in %s; what holds the most:\n", pods, path)
+	top := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-inuse_space", "-nodecount=15", path)
+	top.Stdout, top.Stderr = os.Stdout, os.Stderr
+	return top.Run()
 }
