@@ -148,6 +148,10 @@ var matrixDisruptions = map[string]matrixDisruption{
 	"resize": {
 		do: func(ctx context.Context, ns string, pod corev1.Pod) error {
 			pod.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("200m")
+			// Unconditional: what is judged is the budget's answer, and
+			// other writers (kwok's status, the budget's related-pub
+			// annotations) may have moved the pod on since it was read.
+			pod.ResourceVersion = ""
 			_, err := client.CoreV1().Pods(ns).UpdateResize(ctx, pod.Name, &pod, metav1.UpdateOptions{})
 			return err
 		},
