@@ -22,15 +22,23 @@ import (
 // patch per pod, once. The pods are the cache's own objects and are not
 // changed.
 func (r *Reconciler) annotateRelated(ctx context.Context, pub *policyv1alpha1.PodUnavailableBudget, pods []*corev1.Pod) error {
-	list := &policyv1alpha1.PodUnavailableBudgetList{}
-	if err := r.List(ctx, list, client.InNamespace(pub.Namespace)); err != nil {
-		return err
+	// The namespace's budgets are listed only when a pod names another
+	// one: most reconciles find every pod annotated already.
+	var live map[string]bool
+	var listErr error
+	exists := func(name string) bool {
+		if live == nil && listErr == nil {
+			list := &policyv1alpha1.PodUnavailableBudgetList{}
+			if listErr = r.List(ctx, list, client.InNamespace(pub.Namespace)); listErr == nil {
+				live = map[string]bool{}
+				for _, b := range list.Items {
+					live[b.Name] = b.DeletionTimestamp == nil
+				}
+			}
+		}
+		// Unknown counts as existing: a name is never replaced on a guess.
+		return listErr != nil || live[name]
 	}
-	live := map[string]bool{}
-	for _, b := range list.Items {
-		live[b.Name] = b.DeletionTimestamp == nil
-	}
-	exists := func(name string) bool { return live[name] }
 	var errs []error
 	for _, pod := range pods {
 		add := budget.RelatedAnnotations(pub.Name, pod, exists)
@@ -46,5 +54,5 @@ func (r *Reconciler) annotateRelated(ctx context.Context, pub *policyv1alpha1.Po
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, listErr)...)
 }
