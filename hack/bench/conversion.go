@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"sort"
-	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +12,6 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
-	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
 // conversionBench reads CloneSets stored as v1beta1 in both versions, side
@@ -23,9 +19,10 @@ import (
 // through the manager's conversion webhook. It prints the client's
 // latency of each and the webhook's own (controller-runtime's
 // controller_runtime_webhook_latency_seconds for /convert).
-func (b *bench) conversionBench(ctx context.Context, l *cluster.Lifeline, objects, reads int) error {
-	ns := "bench-conversion"
-	if _, err := b.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+func (b *bench) conversionBench(ctx context.Context, objects, reads int) error {
+	l := b.l
+	ns, err := b.namespace(ctx, "bench-conversion")
+	if err != nil {
 		return err
 	}
 	for i := 0; i < objects; i++ {
@@ -41,10 +38,6 @@ func (b *bench) conversionBench(ctx context.Context, l *cluster.Lifeline, object
 		}
 	}
 	fmt.Printf("conversion: %d CloneSets stored as v1beta1, %d reads of one and %d lists of all, in each version\n", objects, reads, reads/10)
-	type run struct {
-		name     string
-		p50, p99 time.Duration
-	}
 	read := func(version string, list bool) (time.Duration, error) {
 		start := time.Now()
 		var err error
@@ -65,7 +58,6 @@ func (b *bench) conversionBench(ctx context.Context, l *cluster.Lifeline, object
 	if err != nil {
 		return err
 	}
-	var runs []run
 	for _, c := range []struct {
 		name    string
 		list    bool
@@ -83,20 +75,22 @@ func (b *bench) conversionBench(ctx context.Context, l *cluster.Lifeline, object
 			}
 			latencies = append(latencies, d)
 		}
-		sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-		at := func(q float64) time.Duration { return latencies[int(q*float64(len(latencies)-1))] }
-		runs = append(runs, run{name: c.name, p50: at(0.5), p99: at(0.99)})
+		b.report.Conversion = append(b.report.Conversion, conversionRead{Read: c.name, Count: c.n,
+			P50Ms: percentileMs(latencies, 0.5), P99Ms: percentileMs(latencies, 0.99)})
 	}
 	after, err := histogram(l.MetricsURL, "controller_runtime_webhook_latency_seconds", "webhook", "/convert")
 	if err != nil {
 		return err
 	}
-	fmt.Println("Reads of CloneSets stored as v1beta1 (a v1alpha1 read converts through the manager's webhook):")
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "read\tclient p50 ms\tclient p99 ms\t")
-	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t\n", r.name, ms(r.p50), ms(r.p99))
-	}
-	fmt.Fprintf(tw, "conversion webhook (%d calls)\t%.2f\t%.2f\t\n", int(after.count-before.count), quantile(before, after, 0.5)*1000, quantile(before, after, 0.99)*1000)
-	return tw.Flush()
+	b.report.Conversion = append(b.report.Conversion, conversionRead{Read: "conversion webhook, server side", Count: int(after.count - before.count),
+		P50Ms: quantile(before, after, 0.5) * 1000, P99Ms: quantile(before, after, 0.99) * 1000})
+	return b.dropNamespace(ctx, ns)
+}
+
+// conversionRead is one kind of read in the conversion scenario.
+type conversionRead struct {
+	Read  string  `json:"read"`
+	Count int     `json:"count"`
+	P50Ms float64 `json:"p50_ms"`
+	P99Ms float64 `json:"p99_ms"`
 }

@@ -12,53 +12,65 @@ import (
 	"sync/atomic"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
-	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
-type bench struct {
-	c              *cluster.Cluster
-	k8s            ctrlclient.Client
-	client         kubernetes.Interface
-	audit          string
-	pods, down     int
-	verbose        bool
-	webhookRemoved bool
-	// pprof is the manager's pprof address (host:port).
-	pprof string
+// rollout is one step of a suite.
+type rollout struct {
+	Suite          string `json:"suite"`
+	Label          string `json:"label"`
+	Implementation string `json:"implementation"`
+	Workload       string `json:"workload"`
+	Profile        string `json:"profile"`
+	Step           string `json:"step"`
+	StepDetail     string `json:"step_detail"`
+	Pods           int    `json:"pods"`
+
+	WallSeconds float64 `json:"wall_s"`
+	// Requests are the controller's, Events apart (see countRequests).
+	Requests        int     `json:"controller_requests"`
+	Events          int     `json:"controller_events"`
+	PodWritesPerPod float64 `json:"pod_writes_per_pod"`
+	// PodWriteP50/P99 are the API server's latency of the controller's
+	// pod writes (creates, updates, patches, deletes, subresources).
+	PodWriteP50Ms float64 `json:"pod_write_p50_ms"`
+	PodWriteP99Ms float64 `json:"pod_write_p99_ms"`
+	PlaneCPU      float64 `json:"control_plane_cpu_s"`
+	KwokCPU       float64 `json:"kwok_cpu_s"`
+	CtrlCPU       float64 `json:"controller_cpu_s"`
+	CtrlPeakRSS   float64 `json:"controller_peak_rss_mib"`
+	Binds         binds   `json:"binds"`
+	// WebhookLiveReads are the binding webhook's reads that missed the
+	// manager's cache and went to the API server.
+	WebhookLiveReads int `json:"webhook_live_reads"`
 }
 
-// removeBindingWebhook takes the pod binding webhook out of lifeline's
-// mutating webhook configuration, as on a cluster where it is not
-// installed; the controller then moves pods to Normal itself.
-func removeBindingWebhook(ctx context.Context, k8s ctrlclient.Client) error {
-	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	if err := k8s.Get(ctx, ctrlclient.ObjectKey{Name: "lifeline-mutating-webhooks"}, cfg); err != nil {
-		return err
+// measure runs one step and takes its figures.
+func (b *bench) measure(ctx context.Context, s suite, ns string, pods int,
+	change func(context.Context) error, done func(context.Context) (bool, error)) (rollout, error) {
+	r := rollout{Suite: s.name, Label: s.label(), Implementation: s.implementation, Workload: s.workload, Profile: string(s.profile), Pods: pods}
+	ctrl := s.process(b)
+	plane := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", ctrl}
+	if ctrl == "kube-controller-manager" {
+		plane = plane[:4]
 	}
-	cfg.Webhooks = slices.DeleteFunc(cfg.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool { return w.Name == "mpod.lifeline.dev" })
-	return k8s.Update(ctx, cfg)
-}
-
-// measure runs one scenario and takes its figures.
-func (b *bench) measure(ctx context.Context, kind, ns, ctrl, name string, pods int,
-	change func(context.Context) error, done func(context.Context) (bool, error)) (result, error) {
-	r := result{scenario: name, kind: kind, pods: pods}
-	plane := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "lifeline-manager"}
 	cpuBefore := map[string]float64{}
 	for _, p := range plane {
 		cpuBefore[p] = cpuSeconds(b.c.PID(p))
 	}
 	auditStart := fileSize(b.audit)
 	kwokBefore := cpuSeconds(b.c.PID("kwok"))
+	liveReads := func() float64 {
+		if b.kruise != nil {
+			return 0
+		}
+		return counter(b.l.MetricsURL, "lifeline_cloneset_binding_reads_total", map[string]string{"source": "live"})
+	}
+	liveBefore := liveReads()
 
 	// A RetryWatcher resumes where the API server closed a watch, so a
 	// watch dropped under load does not lose writes.
@@ -102,54 +114,77 @@ func (b *bench) measure(ctx context.Context, kind, ns, ctrl, name string, pods i
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Minute, true, done); err != nil {
 		return r, err
 	}
-	r.wall = time.Since(start)
+	r.WallSeconds = time.Since(start).Seconds()
 	stopWatch()
 
 	for _, p := range plane {
 		delta := cpuSeconds(b.c.PID(p)) - cpuBefore[p]
-		if b.verbose {
+		if b.o.verbose {
 			fmt.Printf("    %s: %.1f CPU s\n", p, delta)
 		}
-		r.planeCPU += delta
+		r.PlaneCPU += delta
 		if p == ctrl {
-			r.ctrlCPU = delta
+			r.CtrlCPU = delta
 		}
 	}
-	r.kwokCPU = cpuSeconds(b.c.PID("kwok")) - kwokBefore
-	r.ctrlPeakRSS = peak.Load()
-	r.podWritesPerPod = float64(writes.Load()) / float64(pods)
-	r.requests, r.events, err = countRequests(b.audit, auditStart, controllerUsers[kind])
+	r.KwokCPU = cpuSeconds(b.c.PID("kwok")) - kwokBefore
+	r.CtrlPeakRSS = float64(peak.Load()) / (1 << 20)
+	r.PodWritesPerPod = float64(writes.Load()) / float64(pods)
+	r.WebhookLiveReads = int(liveReads() - liveBefore)
+	a, err := readAudit(b.audit, auditStart, s.users())
 	if err != nil {
 		return r, err
 	}
-	r.binds, err = bindTimes(b.audit, auditStart)
-	return r, err
+	r.Requests, r.Events, r.Binds = a.requests, a.events, a.binds
+	r.PodWriteP50Ms, r.PodWriteP99Ms = a.podWriteP50, a.podWriteP99
+	return r, nil
 }
 
-// bindFigures are the scheduler's binds during a scenario, from the audit
-// log: how many, their latency at the API server (webhook included), and
-// how many per second from the first bind to the last.
-type bindFigures struct {
-	count    int
-	p50, p99 time.Duration
-	perSec   float64
+// binds are the scheduler's binds during a step, from the audit log: how
+// many, their latency at the API server (webhook included), and how many
+// per second from the first bind to the last.
+type binds struct {
+	Count  int     `json:"count"`
+	P50Ms  float64 `json:"p50_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+	PerSec float64 `json:"per_s"`
 }
 
-func bindTimes(path string, offset int64) (bindFigures, error) {
+// audited is what the audit log says about a step.
+type audited struct {
+	requests, events         int
+	podWriteP50, podWriteP99 float64
+	binds                    binds
+}
+
+// readAudit reads the audit log from offset on: the requests of users,
+// apart from the Events they post, which are counted on their own
+// (kube-controller-manager posts its controllers' Events under its own
+// name, not theirs, so counting them for one side only would be unfair);
+// the latency of their pod writes; and the scheduler's binds.
+func readAudit(path string, offset int64, users []string) (audited, error) {
+	var out audited
 	f, err := os.Open(path)
 	if err != nil {
-		return bindFigures{}, err
+		return out, err
 	}
 	defer f.Close()
 	if _, err := f.Seek(offset, 0); err != nil {
-		return bindFigures{}, err
+		return out, err
 	}
-	var latencies []time.Duration
+	want := map[string]bool{}
+	for _, u := range users {
+		want[u] = true
+	}
+	var writes, bindLatencies []time.Duration
 	var first, last time.Time
 	scanner := bufio.NewScanner(f)
 	scanner.Buffer(make([]byte, 1<<20), 1<<24)
 	for scanner.Scan() {
 		var event struct {
+			User struct {
+				Username string `json:"username"`
+			} `json:"user"`
 			Verb      string `json:"verb"`
 			ObjectRef struct {
 				Resource    string `json:"resource"`
@@ -161,69 +196,46 @@ func bindTimes(path string, offset int64) (bindFigures, error) {
 			Received time.Time `json:"requestReceivedTimestamp"`
 			Done     time.Time `json:"stageTimestamp"`
 		}
-		if json.Unmarshal(scanner.Bytes(), &event) != nil || event.Verb != "create" || event.ObjectRef.Resource != "pods" ||
-			event.ObjectRef.Subresource != "binding" || event.ResponseStatus.Code != 201 {
+		if json.Unmarshal(scanner.Bytes(), &event) != nil || event.Verb == "watch" {
 			continue
 		}
-		latencies = append(latencies, event.Done.Sub(event.Received))
-		if first.IsZero() || event.Received.Before(first) {
-			first = event.Received
+		took := event.Done.Sub(event.Received)
+		if event.Verb == "create" && event.ObjectRef.Resource == "pods" && event.ObjectRef.Subresource == "binding" && event.ResponseStatus.Code == 201 {
+			bindLatencies = append(bindLatencies, took)
+			if first.IsZero() || event.Received.Before(first) {
+				first = event.Received
+			}
+			if event.Done.After(last) {
+				last = event.Done
+			}
 		}
-		if event.Done.After(last) {
-			last = event.Done
+		if !want[event.User.Username] {
+			continue
 		}
+		switch {
+		case event.ObjectRef.Resource == "events":
+			out.events++
+			continue
+		case event.ObjectRef.Resource == "pods" && slices.Contains([]string{"create", "update", "patch", "delete"}, event.Verb):
+			writes = append(writes, took)
+		}
+		out.requests++
 	}
-	if len(latencies) == 0 {
-		return bindFigures{}, scanner.Err()
-	}
-	slices.Sort(latencies)
-	at := func(q float64) time.Duration { return latencies[min(len(latencies)-1, int(q*float64(len(latencies))))] }
-	fig := bindFigures{count: len(latencies), p50: at(0.50), p99: at(0.99)}
+	out.podWriteP50, out.podWriteP99 = percentileMs(writes, 0.5), percentileMs(writes, 0.99)
+	out.binds = binds{Count: len(bindLatencies), P50Ms: percentileMs(bindLatencies, 0.5), P99Ms: percentileMs(bindLatencies, 0.99)}
 	if span := last.Sub(first).Seconds(); span > 0 {
-		fig.perSec = float64(len(latencies)) / span
+		out.binds.PerSec = float64(len(bindLatencies)) / span
 	}
-	return fig, scanner.Err()
+	return out, scanner.Err()
 }
 
-// countRequests counts the audit log's requests by users, from offset on,
-// apart from the Events they post, which are counted on their own:
-// kube-controller-manager posts its controllers' Events under its own name,
-// not theirs, so counting them for one side only would be unfair.
-func countRequests(path string, offset int64, users []string) (requests, events int, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, 0, err
+// percentileMs is the q-quantile of ds in milliseconds, 0 for none.
+func percentileMs(ds []time.Duration, q float64) float64 {
+	if len(ds) == 0 {
+		return 0
 	}
-	defer f.Close()
-	if _, err := f.Seek(offset, 0); err != nil {
-		return 0, 0, err
-	}
-	want := map[string]bool{}
-	for _, u := range users {
-		want[u] = true
-	}
-	scanner := bufio.NewScanner(f)
-	scanner.Buffer(make([]byte, 1<<20), 1<<24)
-	for scanner.Scan() {
-		var event struct {
-			User struct {
-				Username string `json:"username"`
-			} `json:"user"`
-			Verb      string `json:"verb"`
-			ObjectRef struct {
-				Resource string `json:"resource"`
-			} `json:"objectRef"`
-		}
-		if json.Unmarshal(scanner.Bytes(), &event) != nil || !want[event.User.Username] || event.Verb == "watch" {
-			continue
-		}
-		if event.ObjectRef.Resource == "events" {
-			events++
-		} else {
-			requests++
-		}
-	}
-	return requests, events, scanner.Err()
+	slices.Sort(ds)
+	return ms(ds[min(len(ds)-1, int(q*float64(len(ds))))])
 }
 
 func fileSize(path string) int64 {

@@ -8,37 +8,26 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"text/tabwriter"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-
-	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
 // memoryBench scales one CloneSet through sizes, and at each, once
 // settled, reads the manager's resident memory and Go heap in use: how its
 // cost grows with the pods it caches. Issue 24's target is under 300 MiB
 // of RSS at 10,000 pods, growing at most linearly.
-func (b *bench) memoryBench(ctx context.Context, l *cluster.Lifeline, sizes []int) error {
-	ns := "bench-memory"
-	if _, err := b.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+func (b *bench) memoryBench(ctx context.Context, sizes []int) error {
+	l := b.l
+	ns, err := b.namespace(ctx, "bench-memory")
+	if err != nil {
 		return err
 	}
-	if err := cluster.WaitForServiceAccount(ctx, b.client, ns); err != nil {
-		return err
-	}
-	type row struct {
-		pods       int
-		rss, heap  float64
-		settleTime time.Duration
-	}
-	heapNow := func() float64 { return gauge(l.MetricsURL, "go_memstats_heap_inuse_bytes") }
-	base := row{rss: float64(rssBytes(b.c.PID(l.Name))), heap: heapNow()}
-	w := workload{kind: "CloneSet", ns: ns}
-	var rows []row
+	type row = memoryRow
+	heapNow := func() float64 { return gauge(l.MetricsURL, "go_memstats_heap_inuse_bytes") / (1 << 20) }
+	base := row{RSS: float64(rssBytes(b.c.PID(l.Name))) / (1 << 20), Heap: heapNow()}
+	w := workload{suite: suite{workload: "CloneSet"}, ns: ns}
+	rows := []row{base}
 	for i, n := range sizes {
 		start := time.Now()
 		change := func(ctx context.Context) error { return w.scale(ctx, b.k8s, int32(n)) }
@@ -52,26 +41,32 @@ func (b *bench) memoryBench(ctx context.Context, l *cluster.Lifeline, sizes []in
 		peak := int64(0)
 		err := wait.PollUntilContextTimeout(ctx, time.Second, time.Hour, true, func(ctx context.Context) (bool, error) {
 			peak = max(peak, rssBytes(b.c.PID(l.Name)))
-			return w.settled(ctx, b.k8s, b, int32(n))
+			return w.settled(ctx, b.k8s, int32(n))
 		})
 		if err != nil {
 			return fmt.Errorf("scaling to %d: %w", n, err)
 		}
-		rows = append(rows, row{pods: n, rss: float64(peak), heap: heapNow(), settleTime: time.Since(start)})
+		r := row{Pods: n, RSS: float64(peak) / (1 << 20), Heap: heapNow(), SettledSeconds: time.Since(start).Seconds()}
+		r.HeapPerPodKiB = (r.Heap - base.Heap) * 1024 / float64(n)
+		rows = append(rows, r)
 		if i == len(sizes)-1 {
 			if err := b.heapTop(ctx, n); err != nil {
 				fmt.Println("memory: no heap profile:", err)
 			}
 		}
 	}
-	fmt.Println("Manager memory by pods cached (target: peak RSS under 300 MiB at 10,000 pods, at most linear):")
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "pods\tpeak RSS MiB\theap in use MiB\theap per pod KiB\tsettled in s\t")
-	fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t\t\t\n", 0, base.rss/(1<<20), base.heap/(1<<20))
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.1f\t%.0f\t\n", r.pods, r.rss/(1<<20), r.heap/(1<<20), (r.heap-base.heap)/float64(r.pods)/1024, r.settleTime.Seconds())
-	}
-	return tw.Flush()
+	b.report.Memory = rows
+	return b.dropNamespace(ctx, ns)
+}
+
+// memoryRow is the manager's memory at one size: peak RSS while it got
+// there, Go heap in use once settled, in MiB.
+type memoryRow struct {
+	Pods           int     `json:"pods"`
+	RSS            float64 `json:"peak_rss_mib"`
+	Heap           float64 `json:"heap_in_use_mib"`
+	HeapPerPodKiB  float64 `json:"heap_per_pod_kib,omitempty"`
+	SettledSeconds float64 `json:"settled_s,omitempty"`
 }
 
 // gauge reads a gauge from a metrics endpoint, 0 when absent.
@@ -85,6 +80,27 @@ func gauge(url, name string) float64 {
 		return 0
 	}
 	return f.GetMetric()[0].GetGauge().GetValue()
+}
+
+// counter sums a counter's series whose labels include want, 0 when absent.
+func counter(url, name string, want map[string]string) float64 {
+	families, err := scraper.Families(url)
+	if err != nil {
+		return 0
+	}
+	sum := 0.0
+	for _, m := range families[name].GetMetric() {
+		match := 0
+		for _, l := range m.GetLabel() {
+			if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+				match++
+			}
+		}
+		if match == len(want) {
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
 }
 
 // heapTop saves the manager's heap profile and prints what holds the most

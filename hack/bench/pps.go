@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"slices"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,19 +14,16 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
 // ppsBench creates n StatefulSet-named pods, inFlight at a time, for a
 // StatefulSet whose PersistentPodState records n pods and for one without
 // any, and prints the creation latency side by side: as the client sees
 // it and as the placement injector measures itself.
-func (b *bench) ppsBench(ctx context.Context, l *cluster.Lifeline, n, inFlight int) error {
-	ns := "bench-pps"
-	if _, err := b.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if err := cluster.WaitForServiceAccount(ctx, b.client, ns); err != nil {
+func (b *bench) ppsBench(ctx context.Context, implementation string) error {
+	n, inFlight := b.o.ppsRecords, b.o.inFlight
+	ns, err := b.namespace(ctx, "bench-pps")
+	if err != nil {
 		return err
 	}
 	owners := map[string]*appsv1.StatefulSet{}
@@ -56,7 +50,7 @@ func (b *bench) ppsBench(ctx context.Context, l *cluster.Lifeline, n, inFlight i
 	}
 	// The records, as the controller would have written them for pods
 	// that ran before (it keeps them: WhenDeleted, and no pods yet).
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		if err := b.k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(pps), pps); err != nil {
 			return err
 		}
@@ -72,14 +66,15 @@ func (b *bench) ppsBench(ctx context.Context, l *cluster.Lifeline, n, inFlight i
 		return err
 	}
 	fmt.Printf("pps: creating %d pods with a record each and %d without, %d in flight\n", n, n, inFlight)
-	type run struct {
-		name     string
-		p50, p99 time.Duration
-		inj      [2]float64
+	lifeline := b.kruise == nil
+	injections := func() (reading, error) {
+		if !lifeline {
+			return reading{}, nil
+		}
+		return histogram(b.l.MetricsURL, "lifeline_pps_injection_duration_seconds")
 	}
-	var runs []run
 	for _, name := range []string{"unrecorded", "recorded"} {
-		before, err := histogram(l.MetricsURL, "lifeline_pps_injection_duration_seconds")
+		before, err := injections()
 		if err != nil {
 			return err
 		}
@@ -100,27 +95,31 @@ func (b *bench) ppsBench(ctx context.Context, l *cluster.Lifeline, n, inFlight i
 		if err != nil {
 			return err
 		}
-		after, err := histogram(l.MetricsURL, "lifeline_pps_injection_duration_seconds")
+		after, err := injections()
 		if err != nil {
 			return err
 		}
-		slices.Sort(latencies)
-		at := func(q float64) time.Duration { return latencies[min(len(latencies)-1, int(q*float64(len(latencies))))] }
-		runs = append(runs, run{name: name, p50: at(0.5), p99: at(0.99), inj: [2]float64{quantile(before, after, 0.5), quantile(before, after, 0.99)}})
+		b.report.Placements = append(b.report.Placements, placements{Implementation: implementation, Run: name, Pods: n,
+			ClientP50Ms: percentileMs(latencies, 0.5), ClientP99Ms: percentileMs(latencies, 0.99),
+			InjectorP50Ms: 1000 * quantile(before, after, 0.5), InjectorP99Ms: 1000 * quantile(before, after, 0.99)})
 	}
 	got := &corev1.Pod{}
-	if err := b.k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "recorded-0"}, got); err == nil && got.Annotations[appsv1alpha1.InjectedPersistentPodStateKey] != "recorded" {
-		return fmt.Errorf("recorded-0 was created without its placement")
+	if err := b.k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "recorded-0"}, got); err != nil {
+		return err
 	}
-	fmt.Println()
-	fmt.Printf("Pod creation under a PersistentPodState of %d records, %d in flight (target: injector p99 in the webhook):\n", n, inFlight)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "pods\tcreated\tclient p50 ms\tclient p99 ms\tinjector p50 ms\tinjector p99 ms\t")
-	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.3f\t%.3f\t\n", r.name, n, ms(r.p50), ms(r.p99), r.inj[0]*1000, r.inj[1]*1000)
+	if got.Annotations[appsv1alpha1.InjectedPersistentPodStateKey] != "recorded" {
+		return fmt.Errorf("recorded-0 was created without its placement (%s)", implementation)
 	}
-	tw.Flush()
-	fmt.Println("  (client latency is the whole CREATE at the API server, the pod webhook included; the injector's is measured")
-	fmt.Println("  in the manager: finding the PersistentPodState, its record and placing the pod)")
-	return nil
+	return b.dropNamespace(ctx, ns)
+}
+
+// placements are one run of pod creations under a PersistentPodState.
+type placements struct {
+	Implementation string  `json:"implementation"`
+	Run            string  `json:"run"` // recorded, unrecorded
+	Pods           int     `json:"pods"`
+	ClientP50Ms    float64 `json:"client_p50_ms"`
+	ClientP99Ms    float64 `json:"client_p99_ms"`
+	InjectorP50Ms  float64 `json:"injector_p50_ms,omitempty"`
+	InjectorP99Ms  float64 `json:"injector_p99_ms,omitempty"`
 }

@@ -3,64 +3,168 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"text/tabwriter"
+	"time"
 )
 
-func report(results []result) {
-	fmt.Println()
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tcontroller\twall s\tcontroller API requests\t+ events\tpod writes/pod\tcontrol plane CPU s\tkwok CPU s\tcontroller CPU s\tcontroller peak RSS MiB\t")
-	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%d\t%d\t%.2f\t%.1f\t%.1f\t%.1f\t%.0f\t\n", r.scenario, r.kind, r.wall.Seconds(), r.requests, r.events, r.podWritesPerPod, r.planeCPU, r.kwokCPU, r.ctrlCPU, float64(r.ctrlPeakRSS)/(1<<20))
+// report is everything one run measured, as bench/results/<date>.json
+// holds it.
+type report struct {
+	Date       string           `json:"date"`
+	Machine    machine          `json:"machine"`
+	Parameters map[string]any   `json:"parameters"`
+	Took       string           `json:"took"`
+	Rollouts   []rollout        `json:"rollouts"`
+	Evictions  []evictions      `json:"evictions"`
+	Placements []placements     `json:"placements"`
+	Memory     []memoryRow      `json:"memory"`
+	Conversion []conversionRead `json:"conversion"`
+	Targets    []target         `json:"targets"`
+}
+
+type machine struct {
+	CPUs int    `json:"cpus"`
+	OS   string `json:"os"`
+	Go   string `json:"go"`
+}
+
+func newReport(o options) report {
+	return report{Date: time.Now().UTC().Format("2006-01-02"), Machine: machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version()},
+		Parameters: map[string]any{"pods": o.pods, "down_to": o.down, "qps": o.qps, "nodes": o.nodes, "scenarios": o.scenarios,
+			"budget_pods": o.budgetPods, "evictions": o.evictions, "in_flight": o.inFlight, "pps_records": o.ppsRecords,
+			"memory_pods": o.memoryPods, "conversion_reads": o.conversionReads, "max_unavailable": "20%", "kubernetes": "1.36.3", "openkruise": "v1.9.0"}}
+}
+
+// find is a suite's step, nil if it did not run.
+func (r *report) find(suite, step string) *rollout {
+	for i := range r.Rollouts {
+		if r.Rollouts[i].Suite == suite && r.Rollouts[i].Step == step {
+			return &r.Rollouts[i]
+		}
+	}
+	return nil
+}
+
+func printReport(r *report) {
+	r.Targets = targets(r)
+	fmt.Printf("\nLifeline benchmark, %s (%d CPUs, %s; took %s)\n", r.Date, r.Machine.CPUs, r.Machine.OS, r.Took)
+	for _, profile := range []string{"instant", "realistic"} {
+		for _, step := range []string{stepUp, stepUpdate, stepDown} {
+			printRollouts(r, profile, step)
+		}
+	}
+	printEvictions(r)
+	printPlacements(r)
+	printMemory(r)
+	printConversion(r)
+	fmt.Println("\nTargets (issue 24):")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	unmeasured := 0
+	for _, t := range r.Targets {
+		if t.NotMeasured {
+			unmeasured++
+			continue
+		}
+		verdict := "NOT MET"
+		if t.Met {
+			verdict = "met"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Name, t.Figure, verdict)
 	}
 	tw.Flush()
-	fmt.Println()
-	find := func(kind string, scenario int) (result, bool) {
-		n := 0
-		for _, r := range results {
-			if r.kind == kind {
-				if n == scenario {
-					return r, true
-				}
-				n++
-			}
-		}
-		return result{}, false
-	}
-	for _, prefix := range []string{"", noWebhook} {
-		fmt.Printf("%sCloneSet / Deployment (target: wall time ratio ≤ 1.0 on each; ≤ 4 pod writes per pod on scale-up):\n", prefix)
-		for i := 0; i < 3; i++ {
-			d, ok1 := find(prefix+"Deployment", i)
-			c, ok2 := find(prefix+"CloneSet", i)
-			if !ok1 || !ok2 {
-				break
-			}
-			fmt.Printf("  %-40s wall %.2f×  requests %.2f×  control plane CPU %.2f×  pod writes/pod %.2f vs %.2f\n",
-				d.scenario, c.wall.Seconds()/d.wall.Seconds(), float64(c.requests)/max(float64(d.requests), 1), c.planeCPU/max(d.planeCPU, 0.01), c.podWritesPerPod, d.podWritesPerPod)
-		}
-	}
-	fmt.Println("Binds by kube-scheduler (latency at the API server, the binding webhook included where installed):")
-	tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tcontroller\tbinds\tp50 ms\tp99 ms\tbinds/s\t")
-	for _, r := range results {
-		if r.binds.count > 0 {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t%.0f\t\n", r.scenario, r.kind, r.binds.count,
-				float64(r.binds.p50.Microseconds())/1000, float64(r.binds.p99.Microseconds())/1000, r.binds.perSec)
-		}
-	}
-	tw.Flush()
-	d, okD := find("Deployment", 1)
-	re, okR := find("CloneSet", 1)
-	ip, okI := find("CloneSet (in-place)", 1)
-	if okD && okR && okI {
-		// The retired "3× faster than ReCreate" target is gone: on kwok's
-		// instant profile neither skips any waiting (docs/benchmark.md).
-		fmt.Println("In-place update of the rollout (target: faster than Deployment's):")
-		fmt.Printf("  in-place %.1fs, ReCreate %.1fs (%.2f× faster), Deployment %.1fs (%.2f× faster); pod writes/pod %.2f vs %.2f vs %.2f; controller requests/pod %.2f vs %.2f vs %.2f\n",
-			ip.wall.Seconds(), re.wall.Seconds(), re.wall.Seconds()/ip.wall.Seconds(), d.wall.Seconds(), d.wall.Seconds()/ip.wall.Seconds(),
-			ip.podWritesPerPod, re.podWritesPerPod, d.podWritesPerPod,
-			float64(ip.requests)/float64(max(ip.pods, 1)), float64(re.requests)/float64(max(re.pods, 1)), float64(d.requests)/float64(max(d.pods, 1)))
+	if unmeasured > 0 {
+		fmt.Printf("  (%d more need scenarios that did not run)\n", unmeasured)
 	}
 	fmt.Println("  (Requests leave out Events, which kube-controller-manager posts under its own name; its CPU and RSS include all")
-	fmt.Println("  its controllers, lifeline-manager's include its webhooks. kwok, the simulated kubelets, is not in the control plane.)")
+	fmt.Println("  its controllers, the Lifeline and OpenKruise managers' include their webhooks. kwok, the simulated kubelets,")
+	fmt.Println("  is not in the control plane.)")
+}
+
+func printRollouts(r *report, profile, step string) {
+	var rows []rollout
+	for _, x := range r.Rollouts {
+		if x.Profile == profile && x.Step == step {
+			rows = append(rows, x)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	anchor := r.find(map[string]string{"instant": "deployment", "realistic": "realistic-deployment"}[profile], step)
+	fmt.Printf("\n%s %s, %s kubelets (ratio: wall time / the Deployment's):\n", step, rows[0].StepDetail, profile)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\twall s\tratio\tcontroller requests\t+ events\tpod writes/pod\tpod write p50 ms\tp99 ms\tbind p50 ms\tp99 ms\tcontrol plane CPU s\tcontroller CPU s\tcontroller peak RSS MiB\t")
+	for _, x := range rows {
+		ratio := "—"
+		if anchor != nil {
+			ratio = fmt.Sprintf("%.2f×", x.WallSeconds/anchor.WallSeconds)
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%d\t%d\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t\n", x.Label, x.WallSeconds, ratio, x.Requests, x.Events,
+			x.PodWritesPerPod, x.PodWriteP50Ms, x.PodWriteP99Ms, x.Binds.P50Ms, x.Binds.P99Ms, x.PlaneCPU, x.CtrlCPU, x.CtrlPeakRSS)
+	}
+	tw.Flush()
+}
+
+func printEvictions(r *report) {
+	if len(r.Evictions) == 0 {
+		return
+	}
+	fmt.Printf("\nEvictions, %d in flight, from %d pods:\n", r.Parameters["in_flight"], r.Evictions[0].Covered)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\tevictions\tadmitted\trefused\tclient p50 ms\tclient p99 ms\tadmission p50 ms\tp99 ms\tstatus writes\tper write\twrite p50 ms\tp99 ms\tadmitted/s\tmanager CPU s\tpeak RSS MiB\t")
+	for _, f := range r.Evictions {
+		fmt.Fprintf(tw, "%s, %s\t%d\t%d\t%d\t%.1f\t%.1f\t%.2f\t%.2f\t%d\t%.1f\t%.1f\t%.1f\t%.0f\t%.1f\t%.0f\t\n", f.Implementation, f.Run, f.Evictions, f.Admitted, f.Refused,
+			f.ClientP50Ms, f.ClientP99Ms, f.WebhookP50Ms, f.WebhookP99Ms, f.Writes, f.Batch, f.WriteP50Ms, f.WriteP99Ms, f.PerSec, f.CtrlCPU, f.CtrlPeakRSS)
+	}
+	tw.Flush()
+	fmt.Println("  (client latency is the whole eviction at the API server, webhooks and the budget's status write included;")
+	fmt.Println("  Lifeline's admission figures are measured in its manager, interpolated from its histograms)")
+}
+
+func printPlacements(r *report) {
+	if len(r.Placements) == 0 {
+		return
+	}
+	fmt.Println("\nPod creation under a PersistentPodState:")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\tpods\tclient p50 ms\tclient p99 ms\tinjector p50 ms\tinjector p99 ms\t")
+	for _, p := range r.Placements {
+		fmt.Fprintf(tw, "%s, %s\t%d\t%.1f\t%.1f\t%.3f\t%.3f\t\n", p.Implementation, p.Run, p.Pods, p.ClientP50Ms, p.ClientP99Ms, p.InjectorP50Ms, p.InjectorP99Ms)
+	}
+	tw.Flush()
+}
+
+func printMemory(r *report) {
+	if len(r.Memory) == 0 {
+		return
+	}
+	fmt.Println("\nLifeline manager memory by pods cached (one CloneSet):")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "pods\tpeak RSS MiB\theap in use MiB\theap per pod KiB\tsettled in s\t")
+	for _, m := range r.Memory {
+		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.1f\t%.0f\t\n", m.Pods, m.RSS, m.Heap, m.HeapPerPodKiB, m.SettledSeconds)
+	}
+	tw.Flush()
+}
+
+func printConversion(r *report) {
+	if len(r.Conversion) == 0 {
+		return
+	}
+	fmt.Println("\nReads of CloneSets stored as v1beta1 (a v1alpha1 read converts through the manager's webhook):")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\tcount\tp50 ms\tp99 ms\t")
+	for _, c := range r.Conversion {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t\n", c.Read, c.Count, c.P50Ms, c.P99Ms)
+	}
+	tw.Flush()
+}
+
+// target is one of issue 24's targets beside its figure.
+type target struct {
+	Name        string `json:"name"`
+	Figure      string `json:"figure"`
+	Met         bool   `json:"met"`
+	NotMeasured bool   `json:"not_measured,omitempty"`
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,11 +14,13 @@ import (
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 )
 
-type workload struct{ kind, ns string }
-
-// gateDeclared marks the CloneSet kinds whose template declares the
-// InPlaceUpdateReady readiness gate itself.
-const gateDeclared = "gate declared"
+// workload is a suite's object in its namespace: the same template,
+// rollout budget (maxUnavailable 20%, no surge) and image change whatever
+// the kind.
+type workload struct {
+	suite
+	ns string
+}
 
 func (w workload) create(ctx context.Context, k8s ctrlclient.Client, replicas int32) error {
 	labels := map[string]string{"app": "bench"}
@@ -29,33 +30,44 @@ func (w workload) create(ctx context.Context, k8s ctrlclient.Client, replicas in
 	}
 	twenty := intstr.FromString("20%")
 	zero := intstr.FromInt32(0)
-	if w.kind == "Deployment" {
-		return k8s.Create(ctx, &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "bench"},
-			Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl,
+	meta := metav1.ObjectMeta{Namespace: w.ns, Name: "bench"}
+	selector := &metav1.LabelSelector{MatchLabels: labels}
+	switch w.workload {
+	case "Deployment":
+		return k8s.Create(ctx, &appsv1.Deployment{ObjectMeta: meta,
+			Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: selector, Template: tmpl,
 				Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
-					RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &twenty, MaxSurge: &zero}}},
-		})
+					RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &twenty, MaxSurge: &zero}}}})
+	case "StatefulSet":
+		// Parallel: a StatefulSet's ordered start would measure its
+		// ordering, not its controller.
+		return k8s.Create(ctx, &appsv1.StatefulSet{ObjectMeta: meta,
+			Spec: appsv1.StatefulSetSpec{Replicas: &replicas, Selector: selector, Template: tmpl, ServiceName: "bench",
+				PodManagementPolicy: appsv1.ParallelPodManagement,
+				UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+					RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: &twenty}}}})
 	}
 	strategy := appsv1alpha1.CloneSetUpdateStrategy{MaxUnavailable: &twenty, MaxSurge: &zero}
-	if strings.Contains(w.kind, "in-place") {
+	if w.inPlace {
 		strategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
 	}
-	if strings.Contains(w.kind, gateDeclared) {
+	if w.gate {
 		// As OpenKruise's in-place documentation has users write it.
 		tmpl.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}
 	}
-	return k8s.Create(ctx, &appsv1alpha1.CloneSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "bench"},
-		Spec:       appsv1alpha1.CloneSetSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl, UpdateStrategy: strategy},
-	})
+	return k8s.Create(ctx, &appsv1alpha1.CloneSet{ObjectMeta: meta,
+		Spec: appsv1alpha1.CloneSetSpec{Replicas: &replicas, Selector: selector, Template: tmpl, UpdateStrategy: strategy}})
 }
 
 func (w workload) object() ctrlclient.Object {
-	if w.kind == "Deployment" {
-		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "bench"}}
+	meta := metav1.ObjectMeta{Namespace: w.ns, Name: "bench"}
+	switch w.workload {
+	case "Deployment":
+		return &appsv1.Deployment{ObjectMeta: meta}
+	case "StatefulSet":
+		return &appsv1.StatefulSet{ObjectMeta: meta}
 	}
-	return &appsv1alpha1.CloneSet{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "bench"}}
+	return &appsv1alpha1.CloneSet{ObjectMeta: meta}
 }
 
 func (w workload) patch(ctx context.Context, k8s ctrlclient.Client, patch string) error {
@@ -72,7 +84,7 @@ func (w workload) scale(ctx context.Context, k8s ctrlclient.Client, replicas int
 
 // settled: the status says every pod is updated and available, and no
 // other pod is left in the namespace.
-func (w workload) settled(ctx context.Context, k8s ctrlclient.Client, b *bench, replicas int32) (bool, error) {
+func (w workload) settled(ctx context.Context, k8s ctrlclient.Client, replicas int32) (bool, error) {
 	obj := w.object()
 	if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(obj), obj); err != nil {
 		return false, nil
@@ -81,6 +93,12 @@ func (w workload) settled(ctx context.Context, k8s ctrlclient.Client, b *bench, 
 	case *appsv1.Deployment:
 		s := o.Status
 		if s.ObservedGeneration != o.Generation || s.UpdatedReplicas != replicas || s.AvailableReplicas != replicas || s.Replicas != replicas {
+			return false, nil
+		}
+	case *appsv1.StatefulSet:
+		s := o.Status
+		if s.ObservedGeneration != o.Generation || s.UpdatedReplicas != replicas || s.AvailableReplicas != replicas || s.Replicas != replicas ||
+			s.CurrentRevision != s.UpdateRevision {
 			return false, nil
 		}
 	case *appsv1alpha1.CloneSet:

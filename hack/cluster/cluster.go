@@ -49,6 +49,9 @@ type Options struct {
 	AuditLog string
 	// Progress receives a line per step; nil discards them.
 	Progress io.Writer
+	// FeatureGates, if set, is passed to kube-apiserver and
+	// kube-controller-manager as --feature-gates.
+	FeatureGates string
 }
 
 // Cluster is a running local control plane with simulated nodes.
@@ -61,6 +64,8 @@ type Cluster struct {
 	Config *rest.Config
 	// Binaries maps each binary name to its path.
 	Binaries map[string]string
+	// profile is kwok's (UseProfile).
+	profile Profile
 	// NodeNames are the simulated nodes.
 	NodeNames []string
 
@@ -219,7 +224,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, opts Options) error {
 		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
 		"--allow-privileged=true",
 		"--profiling=false",
-	}, auditArgs...)...); err != nil {
+	}, append(auditArgs, featureGates(opts)...)...)...); err != nil {
 		return err
 	}
 	admin, err := c.writeKubeconfig("admin", pkix.Name{CommonName: "lifeline-admin", Organization: []string{"system:masters"}})
@@ -263,6 +268,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, opts Options) error {
 			fmt.Sprintf("--kube-api-qps=%d", opts.ControllerQPS),
 			fmt.Sprintf("--kube-api-burst=%d", opts.ControllerQPS*3/2))
 	}
+	kcmArgs = append(kcmArgs, featureGates(opts)...)
 	c.kcmArgs = kcmArgs
 	if err := c.run("kube-controller-manager", kcmArgs...); err != nil {
 		return err
@@ -290,4 +296,11 @@ func (c *Cluster) waitAPIServer(ctx context.Context) error {
 		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil && string(body) == "ok", nil
 	})
+}
+
+func featureGates(opts Options) []string {
+	if opts.FeatureGates == "" {
+		return nil
+	}
+	return []string{"--feature-gates=" + opts.FeatureGates}
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -91,11 +92,16 @@ func (c *Cluster) KruiseConfig(ctx context.Context) ([]*unstructured.Unstructure
 	return objs, nil
 }
 
+// KruiseUser is the user kruise-manager runs as (a cluster admin), so that
+// its requests can be told from others' in an audit log.
+const KruiseUser = "kruise-manager"
+
 // StartOpenKruise installs KruiseConfig, builds the pinned kruise-manager
-// (once; cached), runs it as cluster-admin without leader election, and
-// returns once it serves: healthy, its webhook configurations pointing at
-// it. Its controllers then run every OpenKruise kind.
-func (c *Cluster) StartOpenKruise(ctx context.Context, progress io.Writer) (*OpenKruise, error) {
+// (once; cached), runs it as cluster-admin (KruiseUser) without leader
+// election, with args added to its own, and returns once it serves:
+// healthy, its webhook configurations pointing at it. Its controllers then
+// run every OpenKruise kind.
+func (c *Cluster) StartOpenKruise(ctx context.Context, progress io.Writer, args ...string) (*OpenKruise, error) {
 	objs, err := c.KruiseConfig(ctx)
 	if err != nil {
 		return nil, err
@@ -111,13 +117,18 @@ func (c *Cluster) StartOpenKruise(ctx context.Context, progress io.Writer) (*Ope
 	if err != nil {
 		return nil, err
 	}
+	kubeconfig, err := c.writeKubeconfig(KruiseUser, pkix.Name{CommonName: KruiseUser, Organization: []string{"system:masters"}})
+	if err != nil {
+		return nil, err
+	}
 	k := &OpenKruise{Name: "kruise-manager", Manifests: objs, bin: bin,
 		healthz: fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[1]),
-		env: []string{"KUBECONFIG=" + c.Kubeconfig, "WEBHOOK_HOST=127.0.0.1", fmt.Sprintf("WEBHOOK_PORT=%d", ports[0]),
+		env: []string{"KUBECONFIG=" + kubeconfig, "WEBHOOK_HOST=127.0.0.1", fmt.Sprintf("WEBHOOK_PORT=%d", ports[0]),
 			"WEBHOOK_CERT_DIR=" + filepath.Join(c.Dir, "kruise-webhook-certs"), "POD_NAMESPACE=kruise-system"},
 		args: []string{"--enable-leader-election=false", "--enable-pprof=false",
 			fmt.Sprintf("--health-probe-addr=127.0.0.1:%d", ports[1]), fmt.Sprintf("--metrics-addr=127.0.0.1:%d", ports[2])},
 	}
+	k.args = append(k.args, args...)
 	return k, c.StartOpenKruiseAgain(ctx, k)
 }
 

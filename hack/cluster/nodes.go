@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,30 +18,8 @@ import (
 )
 
 func (c *Cluster) startNodes(ctx context.Context, opts Options) error {
-	kwokConfig, err := c.writeKwokConfig()
-	if err != nil {
-		return err
-	}
-	kwokKubeconfig, err := c.writeKubeconfig("kwok", pkix.Name{CommonName: "kwok", Organization: []string{"system:masters"}})
-	if err != nil {
-		return err
-	}
-	ports, err := FreePorts(1)
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(c.progress, "starting kwok with %d nodes\n", opts.Nodes)
-	if err := c.run("kwok",
-		"--kubeconfig="+kwokKubeconfig,
-		"--config="+kwokConfig,
-		"--manage-all-nodes=true",
-		// Leases keep nodes Ready without a status write every few
-		// seconds; without them nodes flap NotReady.
-		"--node-lease-duration-seconds=40",
-		"--server-address="+fmt.Sprintf("127.0.0.1:%d", ports[0]),
-		"--node-ip=127.0.0.1",
-		"--cidr=10.244.0.1/16",
-	); err != nil {
+	if err := c.startKwok(Instant); err != nil {
 		return err
 	}
 	client, err := kubernetes.NewForConfig(c.Config)
@@ -106,18 +85,51 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-func (c *Cluster) writeKwokConfig() (string, error) {
-	entries, err := StageFiles.ReadDir("stages")
+// Profile is the profile kwok runs with.
+func (c *Cluster) Profile() Profile { return c.profile }
+
+// startKwok runs kwok with the stages of profile.
+func (c *Cluster) startKwok(profile Profile) error {
+	c.profile = profile
+	kwokConfig, err := c.writeKwokConfig(profile)
+	if err != nil {
+		return err
+	}
+	kwokKubeconfig, err := c.writeKubeconfig("kwok", pkix.Name{CommonName: "kwok", Organization: []string{"system:masters"}})
+	if err != nil {
+		return err
+	}
+	ports, err := FreePorts(1)
+	if err != nil {
+		return err
+	}
+	return c.run("kwok",
+		"--kubeconfig="+kwokKubeconfig,
+		"--config="+kwokConfig,
+		"--manage-all-nodes=true",
+		// Leases keep nodes Ready without a status write every few
+		// seconds; without them nodes flap NotReady.
+		"--node-lease-duration-seconds=40",
+		"--server-address="+fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		"--node-ip=127.0.0.1",
+		"--cidr=10.244.0.1/16",
+	)
+}
+
+// UseProfile restarts kwok with the stages of profile. Pods keep running;
+// what the new stages change applies from their next transition on.
+func (c *Cluster) UseProfile(profile Profile) error {
+	if err := c.StopProcess("kwok", syscall.SIGTERM); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.progress, "restarting kwok with the %s profile\n", profile)
+	return c.startKwok(profile)
+}
+
+func (c *Cluster) writeKwokConfig(profile Profile) (string, error) {
+	docs, err := profile.Stages()
 	if err != nil {
 		return "", err
-	}
-	var docs []string
-	for _, e := range entries {
-		data, err := StageFiles.ReadFile("stages/" + e.Name())
-		if err != nil {
-			return "", err
-		}
-		docs = append(docs, string(data))
 	}
 	path := filepath.Join(c.Dir, "kwok-stages.yaml")
 	return path, os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")), 0o644)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -57,6 +58,9 @@ type Feature struct {
 // one place, or one process races itself) and who the manager is.
 type Shared struct {
 	Budgets *budgetadmission.Guard
+	// Webhook reads and writes from the API server for webhooks, not
+	// rate-limited in the process (see sharedWith); v1beta1 converted.
+	Webhook client.Client
 	// Self is the user the manager runs as: the hook guard lets its own
 	// deletions through.
 	Self string

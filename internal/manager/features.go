@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -125,7 +126,14 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 		},
 		Webhooks: func(mgr ctrl.Manager, s *Shared, w Webhooks) {
 			clonesetwebhook.Register(w.Server, w.Decoder, HubClient(mgr))
-			w.Mutating.Register("cloneset-normal-in-bind", clonesetwebhook.NewBindingMutator(w.Decoder, HubClient(mgr), HubReader(mgr)), clonesetwebhook.BindingTarget)
+			var arrivals *clonesetwebhook.Arrivals
+			if informer, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{}); err == nil {
+				// Without it a bind the cache has not caught up with
+				// reads the pod from the API server at once.
+				arrivals, _ = clonesetwebhook.NewArrivals(informer)
+			}
+			w.Mutating.Register("cloneset-normal-in-bind", clonesetwebhook.NewBindingMutator(w.Decoder, HubClient(mgr), s.Webhook, arrivals), clonesetwebhook.BindingTarget)
+			w.Mutating.Register("cloneset-gate-in-status", clonesetwebhook.NewGateMutator(w.Decoder), clonesetwebhook.GateStatusTarget)
 			w.Validating.Register("cloneset-hook-guard", &clonesetwebhook.HookGuard{
 				Cache: HubClient(mgr), Live: HubReader(mgr), Writer: HubClient(mgr), Recorder: mgr.GetEventRecorder("cloneset-hook-guard"),
 				Exempt: map[string]bool{s.Self: true},
@@ -134,7 +142,8 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 		MatchConditions: map[string][]podadmission.MatchCondition{
 			// A pod already terminating is gone from service, and every
 			// feature lets its final deletion through.
-			"vpod.lifeline.dev": {{Name: "not-terminating", Expression: "!has(oldObject.metadata.deletionTimestamp)"}},
+			"vpod.lifeline.dev":       {{Name: "not-terminating", Expression: "!has(oldObject.metadata.deletionTimestamp)"}},
+			"mpodstatus.lifeline.dev": clonesetwebhook.GateStatusConditions,
 		},
 		Protection: []protection.Source{{Kind: protection.Disruptions, Object: &appsv1beta1.CloneSet{}, List: &appsv1alpha1.CloneSetList{},
 			Holds: func(obj client.Object) bool {

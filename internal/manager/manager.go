@@ -203,7 +203,8 @@ func MatchConditions(features []*Feature) (map[string][]podadmission.MatchCondit
 
 // sharedWith builds, once, what features share: the budget guard judges
 // disruptions for the pod admission and the CloneSet controller alike. Its
-// status writes and live reads go through a client of their own, not
+// status writes and live reads, and every webhook's reads around the
+// cache, go through a client of their own, not
 // rate-limited in the process: each answers a request the API server is
 // holding open, their number is bounded by those requests, and queueing
 // them behind the controllers' reads would put a webhook's latency at the
@@ -220,6 +221,7 @@ func (l *Lifeline) sharedWith(mgr ctrl.Manager) *Shared {
 			panic(fmt.Sprintf("a client for budget admissions: %v", err))
 		}
 		hubDirect := conversion.HubClient(direct)
+		l.shared.Webhook = hubDirect
 		l.shared.Budgets = &budgetadmission.Guard{
 			Cache: HubClient(mgr), Live: hubDirect, Writer: hubDirect,
 			Recorder: mgr.GetEventRecorder("podunavailablebudget"), Now: time.Now,

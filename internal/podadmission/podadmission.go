@@ -21,8 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// The binding mutating webhook fails open: the binding mutator's work is
-// redone by the CloneSet controller. The others come in pairs, one that
+// The binding and status mutating webhooks fail open: their mutators' work
+// is redone by the CloneSet controller (the status webhook's
+// matchConditions send it only reports that set a gate's condition). The others come in pairs, one that
 // fails closed and a twin (-open) that fails open, on the same path.
 // A request that Lifeline cannot judge (no replica answers) is refused
 // only where protection was asked for: the fail-closed webhook selects
@@ -41,6 +42,7 @@ import (
 // validating ones have side effects only outside dry runs (the budget's
 // status, the hook guard's mark).
 // +kubebuilder:webhook:path=/mutate-pod,mutating=true,failurePolicy=ignore,timeoutSeconds=2,sideEffects=None,groups="",resources=pods/binding,verbs=create,versions=v1,name=mpod.lifeline.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-pod,mutating=true,failurePolicy=ignore,timeoutSeconds=2,sideEffects=None,groups="",resources=pods/status,verbs=update,versions=v1,name=mpodstatus.lifeline.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/mutate-pod,mutating=true,failurePolicy=fail,timeoutSeconds=2,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpodcreate.lifeline.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/mutate-pod,mutating=true,failurePolicy=ignore,timeoutSeconds=2,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpodcreate-open.lifeline.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-pod,mutating=false,failurePolicy=fail,timeoutSeconds=2,sideEffects=NoneOnDryRun,groups="",resources=pods,verbs=delete,versions=v1,name=vpod.lifeline.dev,admissionReviewVersions=v1

@@ -201,7 +201,9 @@ func (e *Executor) delete(ctx context.Context, w Workload, a podlife.DeletePod) 
 // the pod's UID.
 func (e *Executor) release(ctx context.Context, w Workload, a podlife.ReleasePod) error {
 	patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"$patch":"delete","uid":%q}],"uid":%q}}`, a.OwnerUID, a.Pod.UID)
-	err := e.Client.Patch(ctx, a.Pod, client.RawPatch(types.StrategicMergePatchType, []byte(patch)))
+	// Patch decodes the answer into the object it is given: a copy, as
+	// a.Pod may be the cache's own.
+	err := e.Client.Patch(ctx, a.Pod.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, []byte(patch)))
 	if err == nil {
 		e.Recorder.Eventf(w.Object(), a.Pod, corev1.EventTypeNormal, "ReleasedPod", "Release", "released pod %s, which no longer matches the selector", a.Pod.Name)
 	}

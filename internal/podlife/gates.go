@@ -1,6 +1,9 @@
 package podlife
 
 import (
+	"slices"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
@@ -33,6 +36,13 @@ func (l Life) WithInitPodReady(pods []*corev1.Pod, actions []Action) []Action {
 			// makes it Normal once scheduled carries the conditions.
 			set = nil
 		}
+		if !podfacts.KubeletReported(pod) {
+			// It cannot be Ready before its kubelet reports, and the
+			// pod status webhook sets InPlaceUpdateReady in that
+			// report (InPlaceGateOpensInStatus); without the webhook
+			// the condition is written here once the report is seen.
+			set = slices.DeleteFunc(set, func(t corev1.PodConditionType) bool { return t == pub.InPlaceUpdateReady })
+		}
 		if strandedNotReady(pod) {
 			set = append(set, pub.InPlaceUpdateReady)
 			reason = "an in-place update that never started left it NotReady"
@@ -42,6 +52,25 @@ func (l Life) WithInitPodReady(pods []*corev1.Pod, actions []Action) []Action {
 		}
 	}
 	return actions
+}
+
+// InPlaceGateOpensInStatus reports whether a status write of pod, its
+// kubelet's, should set its InPlaceUpdateReady condition True: the pod
+// carries the gate and has never had the condition. The condition is
+// False only during an in-place update, which sets it so itself; a new
+// pod's is True from its first report, as WithInitPodReady would write it.
+// Setting it in a write the pod gets anyway saves a write per pod.
+func InPlaceGateOpensInStatus(pod *corev1.Pod) bool {
+	if !podfacts.HasReadinessGate(pod, pub.InPlaceUpdateReady) {
+		return false
+	}
+	_, found := conditionStatus(pod, pub.InPlaceUpdateReady)
+	return !found
+}
+
+// OpenInPlaceGate sets pod's InPlaceUpdateReady condition True as of now.
+func OpenInPlaceGate(pod *corev1.Pod, now time.Time) {
+	pod.Status.Conditions = append(pod.Status.Conditions, trueCondition(pub.InPlaceUpdateReady, now))
 }
 
 // missingGateConditions are the readiness gates of ours on the pod whose

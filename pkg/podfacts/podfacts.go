@@ -187,3 +187,10 @@ func HasReadinessGate(pod *corev1.Pod, t corev1.PodConditionType) bool {
 	}
 	return false
 }
+
+// KubeletReported reports whether the pod's kubelet has written its status
+// yet: it sets the start time and the containers' statuses in its first
+// write.
+func KubeletReported(pod *corev1.Pod) bool {
+	return pod.Status.StartTime != nil || len(pod.Status.ContainerStatuses) > 0
+}

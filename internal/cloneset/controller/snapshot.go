@@ -45,7 +45,12 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	now := r.Clock.Now()
 
 	owned := &corev1.PodList{}
-	if err := r.List(ctx, owned, client.InNamespace(cs.Namespace), ownerindex.Owned(string(cs.UID))); err != nil {
+	// The cache's own pods, not copies: a large CloneSet's reconcile
+	// would otherwise hold a second copy of every pod for as long as it
+	// runs (docs/benchmark.md, Memory). Planning and rendering never
+	// change a pod (TestLifecycleModel checks), and every write the
+	// executor sends goes through a copy.
+	if err := r.List(ctx, owned, client.InNamespace(cs.Namespace), ownerindex.Owned(string(cs.UID)), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, ctrl.Result{}, err
 	}
 	all := make([]*corev1.Pod, 0, len(owned.Items))

@@ -60,7 +60,9 @@ func TestBindingState(t *testing.T) {
 // A new pod of an in-place CloneSet needs its InPlaceUpdateReady condition
 // set before it can be Ready. Without the binding webhook, that and the
 // move to Normal are one pods/status write once it is scheduled; with it,
-// the bind moves the state and one write sets the condition.
+// the bind moves the state and the kubelet's first report carries the
+// condition (the pod status webhook), so the controller writes nothing;
+// only a report without it (no status webhook) takes a write.
 func TestNewInPlacePodTakesOneWrite(t *testing.T) {
 	cs := cloneSet(1, "", "", "")
 	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
@@ -81,16 +83,23 @@ func TestNewInPlacePodTakesOneWrite(t *testing.T) {
 	if len(a) != 1 || !is[podlife.SetState](a[0]) || stateOf(a[0]) != pub.LifecycleStateNormal || !slices.Equal(conditionTypes(a[0]), []corev1.PodConditionType{pub.InPlaceUpdateReady}) {
 		t.Errorf("scheduled, no webhook: %+v, want one SetState Normal carrying InPlaceUpdateReady", a)
 	}
+	if a = plan(readyPod("a", newRev, gated, unreported)); len(a) != 0 {
+		t.Errorf("made Normal by the bind, not reported yet: %+v, want nothing: the kubelet's report carries the condition", a)
+	}
 	a = plan(readyPod("a", newRev, gated))
 	if len(a) != 1 || !is[podlife.InitPodReady](a[0]) || conditionTypes(a[0])[0] != pub.InPlaceUpdateReady {
-		t.Errorf("made Normal by the bind: %+v, want one InitPodReady", a)
+		t.Errorf("made Normal by the bind, reported without the condition: %+v, want one InitPodReady", a)
 	}
 
-	// A preNormal hook's pods get the condition at once: the operator
-	// registers them once Ready, long before they go Normal.
+	// A preNormal hook's pods get the condition once they run, whatever
+	// their state: the operator registers them once Ready, long before
+	// they go Normal.
 	cs.Spec.Lifecycle = &pub.Lifecycle{PreNormal: &pub.LifecycleHook{LabelsHandler: map[string]string{"online": "true"}}}
-	a = plan(readyPod("a", newRev, gated, unscheduled, inState(pub.LifecycleStatePreparingNormal)))
+	if a = plan(readyPod("a", newRev, gated, unscheduled, inState(pub.LifecycleStatePreparingNormal))); len(a) != 0 {
+		t.Errorf("preNormal hook, unscheduled: %+v, want nothing before the kubelet reports", a)
+	}
+	a = plan(readyPod("a", newRev, gated, inState(pub.LifecycleStatePreparingNormal)))
 	if len(a) != 1 || !is[podlife.InitPodReady](a[0]) {
-		t.Errorf("preNormal hook: %+v, want InitPodReady", a)
+		t.Errorf("preNormal hook, reported: %+v, want InitPodReady", a)
 	}
 }

@@ -56,6 +56,7 @@ func readyPod(id, rev string, mutate ...func(*corev1.Pod)) *corev1.Pod {
 		Spec: corev1.PodSpec{NodeName: "node-0"},
 		Status: corev1.PodStatus{
 			Phase:      corev1.PodRunning,
+			StartTime:  &metav1.Time{Time: now.Add(-time.Hour)},
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}},
 		},
 	}
@@ -66,7 +67,10 @@ func readyPod(id, rev string, mutate ...func(*corev1.Pod)) *corev1.Pod {
 }
 
 func notReady(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse }
+// unreported: its kubelet has not written its status yet.
+func unreported(p *corev1.Pod) { p.Status = corev1.PodStatus{Phase: corev1.PodPending} }
 func unscheduled(p *corev1.Pod) {
+	unreported(p)
 	p.Spec.NodeName = ""
 	p.Status = corev1.PodStatus{Phase: corev1.PodPending}
 }

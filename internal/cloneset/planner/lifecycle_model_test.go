@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -124,6 +127,20 @@ func TestLifecycleModel(t *testing.T) {
 				plan, err := Compute(s)
 				if err != nil {
 					t.Fatalf("step %d: %v", step, err)
+				}
+				// The controller hands the planner the cache's own pods,
+				// uncopied: neither planning nor rendering may change them.
+				for _, a := range plan.Actions {
+					if w, ok := a.(podlife.Writer); ok {
+						for _, write := range w.PodWrites() {
+							write.Render(w.Target())
+						}
+					}
+				}
+				for i, name := range sortedNames(pods) {
+					if !equality.Semantic.DeepEqual(list[i], pods[name]) {
+						t.Fatalf("step %d: planning changed pod %s: %s", step, name, cmp.Diff(pods[name], list[i]))
+					}
 				}
 				for _, a := range plan.Actions {
 					switch c := a.(type) {

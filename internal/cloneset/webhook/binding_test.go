@@ -3,14 +3,18 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	goruntime "runtime"
+	"sync"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -98,5 +102,103 @@ func TestBindingWebhook(t *testing.T) {
 		if resp := handle(tc.h, request(tc.ns, tc.b)); !resp.Allowed || len(resp.Patches) != 0 {
 			t.Errorf("%s: %+v, want allowed unchanged", name, resp)
 		}
+	}
+}
+
+// lateCache shows pods only after misses Gets or once delivered, as a
+// cache whose watch has not delivered them yet.
+type lateCache struct {
+	client.Reader
+	mu     sync.Mutex
+	misses int
+}
+
+func (c *lateCache) deliver() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.misses = 0
+}
+
+func (c *lateCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, isPod := obj.(*corev1.Pod); isPod && c.misses > 0 {
+		c.misses--
+		return apierrors.NewNotFound(corev1.Resource("pods"), key.Name)
+	}
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// countingReader counts the reads that reach the API server.
+type countingReader struct {
+	client.Reader
+	reads int
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.reads++
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// fakeInformer hands its handler to the test.
+type fakeInformer struct{ handler toolscache.ResourceEventHandler }
+
+func (f *fakeInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	f.handler = h
+	return nil, nil
+}
+
+// A bind that comes before the manager's watch has delivered the pod waits
+// for the informer to deliver it, and reads from the API server only if
+// the cache still does not show the pod after the wait.
+func TestBindingWaitsForTheCache(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = appsv1alpha1.AddToScheme(scheme)
+	cs := &appsv1alpha1.CloneSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "cs-uid"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-a", UID: "pod-uid",
+		Labels:          map[string]string{pub.LifecycleStateKey: string(pub.LifecycleStatePreparingNormal)},
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cs, appsv1alpha1.GroupVersion.WithKind("CloneSet"))}}}
+	stored := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cs, pod).Build()
+	binding, _ := json.Marshal(&corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-a", UID: "pod-uid"}, Target: corev1.ObjectReference{Kind: "Node", Name: "n"}})
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Create, SubResource: "binding", Namespace: "ns", Name: "web-a", Object: runtime.RawExtension{Raw: binding}}}
+	bind := func(misses int, wait time.Duration, deliver bool) (patched bool, live int) {
+		informer := &fakeInformer{}
+		arrivals, _ := NewArrivals(informer)
+		cache := &lateCache{Reader: stored, misses: misses}
+		liveReader := &countingReader{Reader: stored}
+		h := &bindingDefaulter{decoder: admission.NewDecoder(scheme), cache: cache, live: liveReader, now: time.Now, cacheWait: wait, arrivals: arrivals}
+		m := &podadmission.Mutating{}
+		m.Register("binding", h, BindingTarget)
+		done := make(chan struct{})
+		if deliver {
+			go func() {
+				defer close(done)
+				// The watch delivers the pod once the bind waits for it.
+				for {
+					arrivals.mu.Lock()
+					waiting := len(arrivals.waiters) > 0
+					arrivals.mu.Unlock()
+					if waiting {
+						break
+					}
+					goruntime.Gosched()
+				}
+				cache.deliver()
+				informer.handler.OnAdd(pod, false)
+			}()
+		} else {
+			close(done)
+		}
+		resp := m.Handle(context.Background(), req)
+		<-done
+		return len(resp.Patches) > 0, liveReader.reads
+	}
+	if patched, live := bind(1<<30, time.Minute, true); !patched || live != 0 {
+		t.Errorf("watch delivers the pod during the wait: patched %v, live reads %d; want patched from the cache, no live read", patched, live)
+	}
+	if patched, live := bind(1<<30, 20*time.Millisecond, false); !patched || live != 1 {
+		t.Errorf("cache never shows the pod: patched %v, live reads %d; want patched from one live read", patched, live)
 	}
 }

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
+)
+
+// suite is one workload put through a scale-up, a rolling update and a
+// scale-down, as one implementation runs it under one kubelet profile.
+type suite struct {
+	name           string
+	implementation string // Kubernetes, Lifeline or OpenKruise
+	workload       string // Deployment, StatefulSet or CloneSet
+	inPlace, gate  bool   // InPlaceIfPossible; the template declares InPlaceUpdateReady
+	noWebhook      bool   // Lifeline without its pod binding webhook
+	profile        cluster.Profile
+}
+
+func (s suite) label() string {
+	l := s.implementation + " " + s.workload
+	var how []string
+	if s.workload == "CloneSet" {
+		if s.inPlace {
+			how = append(how, "in-place")
+		} else {
+			how = append(how, "ReCreate")
+		}
+	}
+	if s.gate {
+		how = append(how, "gate declared")
+	}
+	if s.noWebhook {
+		how = append(how, "no binding webhook")
+	}
+	if len(how) > 0 {
+		l += " (" + strings.Join(how, ", ") + ")"
+	}
+	return l
+}
+
+func (s suite) phase() phase {
+	switch {
+	case s.implementation == "OpenKruise" && s.profile == cluster.Realistic:
+		return kruiseRealistic
+	case s.implementation == "OpenKruise":
+		return kruiseInstant
+	case s.noWebhook:
+		return lifelineNoWebhook
+	case s.profile == cluster.Realistic:
+		return lifelineRealistic
+	}
+	return lifelineInstant
+}
+
+// users are the API users whose requests count as the suite's controller's:
+// kube-controller-manager runs each controller under its own service
+// account.
+func (s suite) users() []string {
+	switch {
+	case s.implementation == "OpenKruise":
+		return []string{cluster.KruiseUser}
+	case s.workload == "Deployment":
+		return []string{"system:serviceaccount:kube-system:deployment-controller", "system:serviceaccount:kube-system:replicaset-controller"}
+	case s.workload == "StatefulSet":
+		return []string{"system:serviceaccount:kube-system:statefulset-controller"}
+	}
+	return []string{"lifeline-manager"}
+}
+
+// process is the controller's process name in the cluster.
+func (s suite) process(b *bench) string {
+	switch s.implementation {
+	case "OpenKruise":
+		return b.kruise.Name
+	case "Kubernetes":
+		return "kube-controller-manager"
+	}
+	return b.l.Name
+}
+
+var suites = func() []suite {
+	k := func(name, workload string, p cluster.Profile) suite {
+		return suite{name: name, implementation: "Kubernetes", workload: workload, profile: p}
+	}
+	c := func(name, impl string, inPlace, gate bool, p cluster.Profile) suite {
+		return suite{name: name, implementation: impl, workload: "CloneSet", inPlace: inPlace, gate: gate, profile: p}
+	}
+	i, r := cluster.Instant, cluster.Realistic
+	noWebhook := func(s suite) suite { s.noWebhook = true; return s }
+	return []suite{
+		k("deployment", "Deployment", i),
+		k("statefulset", "StatefulSet", i),
+		c("cloneset", "Lifeline", false, false, i),
+		c("cloneset-inplace", "Lifeline", true, false, i),
+		c("cloneset-gate", "Lifeline", false, true, i),
+		c("cloneset-inplace-gate", "Lifeline", true, true, i),
+		noWebhook(k("nowebhook-deployment", "Deployment", i)),
+		noWebhook(c("nowebhook-cloneset", "Lifeline", false, false, i)),
+		k("realistic-deployment", "Deployment", r),
+		k("realistic-statefulset", "StatefulSet", r),
+		c("realistic-cloneset", "Lifeline", false, false, r),
+		c("realistic-cloneset-inplace", "Lifeline", true, false, r),
+		c("realistic-openkruise-cloneset", "OpenKruise", false, false, r),
+		c("realistic-openkruise-cloneset-inplace", "OpenKruise", true, false, r),
+		c("openkruise-cloneset", "OpenKruise", false, false, i),
+		c("openkruise-cloneset-inplace", "OpenKruise", true, false, i),
+	}
+}()
+
+// Steps of a suite, in the order they run.
+const (
+	stepUp     = "scale-up"
+	stepUpdate = "rolling update"
+	stepDown   = "scale-down"
+)
+
+// runSuite creates the workload, rolls it out and scales it down, taking
+// each step's figures, then deletes it with its namespace.
+func (b *bench) runSuite(ctx context.Context, s suite) error {
+	ns, err := b.namespace(ctx, "bench-"+s.name)
+	if err != nil {
+		return err
+	}
+	w := workload{suite: s, ns: ns}
+	pods, down := int32(b.o.pods), int32(b.o.down)
+	for _, st := range []struct {
+		step, about string
+		change      func(context.Context) error
+		replicas    int32
+		pods        int
+	}{
+		{stepUp, fmt.Sprintf("0→%d", pods), func(ctx context.Context) error { return w.create(ctx, b.k8s, pods) }, pods, int(pods)},
+		{stepUpdate, fmt.Sprintf("of %d, maxUnavailable 20%%", pods), func(ctx context.Context) error { return w.setImage(ctx, b.k8s, "nginx:1.28") }, pods, int(pods)},
+		{stepDown, fmt.Sprintf("%d→%d", pods, down), func(ctx context.Context) error { return w.scale(ctx, b.k8s, down) }, down, int(pods - down)},
+	} {
+		fmt.Printf("%s: %s %s\n", s.label(), st.step, st.about)
+		r, err := b.measure(ctx, s, ns, st.pods, st.change, func(ctx context.Context) (bool, error) { return w.settled(ctx, b.k8s, st.replicas) })
+		if err != nil {
+			return fmt.Errorf("%s: %w", st.step, err)
+		}
+		r.Step, r.StepDetail = st.step, st.about
+		b.report.Rollouts = append(b.report.Rollouts, r)
+	}
+	return b.dropNamespace(ctx, ns)
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+)
+
+// targets are issue 24's targets, each beside the figure that decides it.
+// One that needs a scenario that did not run says so.
+func targets(r *report) []target {
+	var out []target
+	ratio := func(name string, a, b float64, limit float64, atMost bool, unit string) {
+		if a == 0 || b == 0 {
+			out = append(out, target{Name: name, NotMeasured: true})
+			return
+		}
+		x := a / b
+		met := x <= limit
+		if !atMost {
+			met = x >= limit
+		}
+		out = append(out, target{Name: name, Figure: fmt.Sprintf("%.2f× (%.1f vs %.1f %s)", x, a, b, unit), Met: met})
+	}
+	pair := func(suite, other, step string) (*rollout, *rollout) { return r.find(suite, step), r.find(other, step) }
+	val := func(x *rollout, f func(*rollout) float64) float64 {
+		if x == nil {
+			return 0
+		}
+		return f(x)
+	}
+	wall := func(x *rollout) float64 { return x.WallSeconds }
+	writes := func(x *rollout) float64 { return x.PodWritesPerPod }
+
+	for _, step := range []string{stepUp, stepUpdate} {
+		c, n := pair("cloneset", "nowebhook-cloneset", step)
+		ratio("binds with the webhook ≤ 1.2× without, p50, "+step, val(c, func(x *rollout) float64 { return x.Binds.P50Ms }), val(n, func(x *rollout) float64 { return x.Binds.P50Ms }), 1.2, true, "ms")
+		ratio("binds with the webhook ≤ 1.2× without, p99, "+step, val(c, func(x *rollout) float64 { return x.Binds.P99Ms }), val(n, func(x *rollout) float64 { return x.Binds.P99Ms }), 1.2, true, "ms")
+	}
+	for _, step := range []string{stepUp, stepUpdate, stepDown} {
+		c, d := pair("cloneset", "deployment", step)
+		ratio("CloneSet controller requests ≤ 1.05× the Deployment's, "+step, val(c, func(x *rollout) float64 { return float64(x.Requests) }), val(d, func(x *rollout) float64 { return float64(x.Requests) }), 1.05, true, "requests")
+	}
+	for _, p := range [][2]string{{"cloneset-gate", "cloneset"}, {"cloneset-inplace-gate", "cloneset-inplace"}} {
+		for _, step := range []string{stepUp, stepUpdate, stepDown} {
+			g, n := pair(p[0], p[1], step)
+			ratio(fmt.Sprintf("%s ≤ 1.05× the time of %s, %s", p[0], p[1], step), val(g, wall), val(n, wall), 1.05, true, "s")
+		}
+	}
+	out = append(out, memoryTargets(r.Memory)...)
+	re, ip := pair("realistic-cloneset", "realistic-cloneset-inplace", stepUpdate)
+	ratio("realistic kubelets: in-place rollout ≥ 2× faster than ReCreate", val(re, wall), val(ip, wall), 2, false, "s")
+	pub, pdb := findEvictions(r, "Lifeline", "PodUnavailableBudget"), findEvictions(r, "Lifeline", "PodDisruptionBudget")
+	if pub != nil && pdb != nil {
+		ratio("budget eviction ≤ 1.0× PodDisruptionBudget eviction, p50", pub.ClientP50Ms, pdb.ClientP50Ms, 1.0, true, "ms")
+		ratio("budget eviction ≤ 1.0× PodDisruptionBudget eviction, p99", pub.ClientP99Ms, pdb.ClientP99Ms, 1.0, true, "ms")
+	} else {
+		out = append(out, target{Name: "budget eviction ≤ 1.0× PodDisruptionBudget eviction", NotMeasured: true})
+	}
+	for _, p := range [][3]string{
+		{"cloneset", "openkruise-cloneset", "deployment"},
+		{"cloneset-inplace", "openkruise-cloneset-inplace", "deployment"},
+		{"realistic-cloneset", "realistic-openkruise-cloneset", "realistic-deployment"},
+		{"realistic-cloneset-inplace", "realistic-openkruise-cloneset-inplace", "realistic-deployment"},
+	} {
+		for _, step := range []string{stepUp, stepUpdate, stepDown} {
+			c, k := pair(p[0], p[1], step)
+			d := r.find(p[2], step)
+			ratio(fmt.Sprintf("%s ≤ OpenKruise's time, %s", p[0], step), val(c, wall), val(k, wall), 1, true, "s")
+			ratio(fmt.Sprintf("%s ≤ OpenKruise's pod writes, %s", p[0], step), val(c, writes), val(k, writes), 1, true, "writes/pod")
+			ratio(fmt.Sprintf("%s ≤ the Deployment's time, %s", p[0], step), val(c, wall), val(d, wall), 1, true, "s")
+			ratio(fmt.Sprintf("%s ≤ the Deployment's pod writes, %s", p[0], step), val(c, writes), val(d, writes), 1, true, "writes/pod")
+		}
+	}
+	return out
+}
+
+// memoryTargets: peak RSS under 300 MiB at 10,000 pods, and heap per pod
+// at the largest size no more than 10% over that at the second smallest
+// (growth at most linear).
+func memoryTargets(rows []memoryRow) []target {
+	at := func(pods int) *memoryRow {
+		for i := range rows {
+			if rows[i].Pods == pods {
+				return &rows[i]
+			}
+		}
+		return nil
+	}
+	var out []target
+	if m := at(10000); m != nil {
+		out = append(out, target{Name: "manager peak RSS at 10,000 pods < 300 MiB", Figure: fmt.Sprintf("%.0f MiB", m.RSS), Met: m.RSS < 300})
+	} else {
+		out = append(out, target{Name: "manager peak RSS at 10,000 pods < 300 MiB", NotMeasured: true})
+	}
+	if len(rows) >= 4 {
+		small, large := rows[2], rows[len(rows)-1]
+		out = append(out, target{Name: fmt.Sprintf("memory linear in pods (heap per pod at %d ≤ 1.1× at %d)", large.Pods, small.Pods),
+			Figure: fmt.Sprintf("%.1f vs %.1f KiB", large.HeapPerPodKiB, small.HeapPerPodKiB), Met: large.HeapPerPodKiB <= 1.1*small.HeapPerPodKiB})
+	} else {
+		out = append(out, target{Name: "memory linear in pods", NotMeasured: true})
+	}
+	return out
+}
+
+func findEvictions(r *report, implementation, run string) *evictions {
+	for i := range r.Evictions {
+		if r.Evictions[i].Implementation == implementation && r.Evictions[i].Run == run {
+			return &r.Evictions[i]
+		}
+	}
+	return nil
+}
