@@ -99,5 +99,5 @@ rbac-audit: ## Remove each rule of the manager's and the bridge's roles in turn 
 	LIFELINE_RBAC_AUDIT=all $(GO) test -count=1 -timeout 60m ./test/e2e -run 'TestRBACRuleRemoval|TestBridgeRBACRuleRemoval' -v
 
 .PHONY: bench
-bench: ## Compare CloneSet with Deployment on a local cluster and print the figures.
-	$(GO) run ./hack/bench
+bench: ## Measure Lifeline side by side with native Kubernetes and OpenKruise v1.9.0 on one local cluster; writes bench/results/<date>.json and SVG charts (ARGS="-scenarios=cloneset,deployment" picks scenarios; ARGS=-list lists them).
+	$(GO) run ./hack/bench $(ARGS)

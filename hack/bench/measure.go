@@ -45,8 +45,14 @@ type rollout struct {
 	CtrlPeakRSS   float64 `json:"controller_peak_rss_mib"`
 	Binds         binds   `json:"binds"`
 	// WebhookLiveReads are the binding webhook's reads that missed the
-	// manager's cache and went to the API server.
+	// manager's cache and went to the API server; WebhookWaits those that
+	// waited for the cache to catch up.
 	WebhookLiveReads int `json:"webhook_live_reads"`
+	WebhookWaits     int `json:"webhook_cache_waits"`
+	// WebhookP50/P99 are the pod mutating webhook's latency in the
+	// manager (binds and kubelet reports), from its histogram.
+	WebhookP50Ms float64 `json:"pod_webhook_p50_ms"`
+	WebhookP99Ms float64 `json:"pod_webhook_p99_ms"`
 }
 
 // measure runs one step and takes its figures.
@@ -64,13 +70,20 @@ func (b *bench) measure(ctx context.Context, s suite, ns string, pods int,
 	}
 	auditStart := fileSize(b.audit)
 	kwokBefore := cpuSeconds(b.c.PID("kwok"))
-	liveReads := func() float64 {
+	reads := func(source string) float64 {
 		if b.kruise != nil {
 			return 0
 		}
-		return counter(b.l.MetricsURL, "lifeline_cloneset_binding_reads_total", map[string]string{"source": "live"})
+		return counter(b.l.MetricsURL, "lifeline_cloneset_binding_reads_total", map[string]string{"source": source})
 	}
-	liveBefore := liveReads()
+	webhook := func() reading {
+		if b.kruise != nil {
+			return reading{}
+		}
+		h, _ := histogram(b.l.MetricsURL, "controller_runtime_webhook_latency_seconds", "webhook", "/mutate-pod")
+		return h
+	}
+	liveBefore, waitsBefore, webhookBefore := reads("live"), reads("cache-after-wait"), webhook()
 
 	// A RetryWatcher resumes where the API server closed a watch, so a
 	// watch dropped under load does not lose writes.
@@ -130,7 +143,10 @@ func (b *bench) measure(ctx context.Context, s suite, ns string, pods int,
 	r.KwokCPU = cpuSeconds(b.c.PID("kwok")) - kwokBefore
 	r.CtrlPeakRSS = float64(peak.Load()) / (1 << 20)
 	r.PodWritesPerPod = float64(writes.Load()) / float64(pods)
-	r.WebhookLiveReads = int(liveReads() - liveBefore)
+	r.WebhookLiveReads, r.WebhookWaits = int(reads("live")-liveBefore), int(reads("cache-after-wait")-waitsBefore)
+	if after := webhook(); after.count > webhookBefore.count {
+		r.WebhookP50Ms, r.WebhookP99Ms = 1000*quantile(webhookBefore, after, 0.5), 1000*quantile(webhookBefore, after, 0.99)
+	}
 	a, err := readAudit(b.audit, auditStart, s.users())
 	if err != nil {
 		return r, err

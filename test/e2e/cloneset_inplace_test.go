@@ -29,6 +29,13 @@ func TestCloneSetUpdatesImagesInPlace(t *testing.T) {
 		if podCondition(&p, pub.InPlaceUpdateReady) != corev1.ConditionTrue {
 			t.Fatalf("pod %s: InPlaceUpdateReady %q", p.Name, podCondition(&p, pub.InPlaceUpdateReady))
 		}
+		// The condition came in the kubelet's first report (the pod
+		// status webhook), not in a status write of the controller's.
+		for _, m := range p.ManagedFields {
+			if m.Manager == "lifeline-manager" && m.Subresource == "status" {
+				t.Errorf("pod %s: the controller wrote its status (%s at %v), want InPlaceUpdateReady set in its kubelet's report", p.Name, m.Operation, m.Time)
+			}
+		}
 		before[p.Name] = p
 	}
 

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestPickScenarios(t *testing.T) {
+	all := allScenarios()
+	names := func(ss []scenario) []string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, s.name)
+		}
+		return out
+	}
+	got, err := pick(all, "all")
+	if err != nil || len(got) != len(all) {
+		t.Fatalf("all: %d scenarios, %v; want %d", len(got), err, len(all))
+	}
+	got, err = pick(all, "realistic-*, deployment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"deployment", "realistic-deployment", "realistic-statefulset", "realistic-cloneset", "realistic-cloneset-inplace",
+		"realistic-openkruise-cloneset", "realistic-openkruise-cloneset-inplace"}
+	if !slices.Equal(names(got), want) {
+		t.Errorf("realistic-*, deployment: %v, want %v (in run order)", names(got), want)
+	}
+	if _, err := pick(all, "clonset"); err == nil {
+		t.Error("a pattern that matches nothing was accepted")
+	}
+	// Phases run in order, so a scenario never finds the cluster in a
+	// later phase's state.
+	for i := 1; i < len(all); i++ {
+		if slices.Index(phases, all[i].phase) < slices.Index(phases, all[i-1].phase) {
+			t.Errorf("%s (%s) runs after %s (%s)", all[i].name, all[i].phase, all[i-1].name, all[i-1].phase)
+		}
+	}
+}
