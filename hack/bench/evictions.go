@@ -89,7 +89,15 @@ func (b *bench) evictionBench(ctx context.Context, implementation string) error 
 				return err
 			}
 		}
+		// The evicted pods are gone before they are made again: one
+		// still terminating would make its successor's create a no-op.
+		if err := b.waitPods(ctx, ns, covered-f.Admitted); err != nil {
+			return err
+		}
 		if err := b.createPods(ctx, ns, "guarded", covered, b.o.inFlight); err != nil {
+			return err
+		}
+		if err := b.waitPods(ctx, ns, covered); err != nil {
 			return err
 		}
 	}
@@ -140,6 +148,18 @@ func (b *bench) createPods(ctx context.Context, ns, app string, n, inFlight int)
 		}
 		return err
 	})
+}
+
+// waitPods waits until ns holds exactly n pods.
+func (b *bench) waitPods(ctx context.Context, ns string, n int) error {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := b.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		return err == nil && len(list.Items) == n, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %d pods in %s: %w", n, ns, err)
+	}
+	return nil
 }
 
 // evict evicts the first n pods of ns, inFlight at a time, and takes the
