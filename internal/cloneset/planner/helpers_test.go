@@ -67,6 +67,7 @@ func readyPod(id, rev string, mutate ...func(*corev1.Pod)) *corev1.Pod {
 }
 
 func notReady(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse }
+
 // unreported: its kubelet has not written its status yet.
 func unreported(p *corev1.Pod) { p.Status = corev1.PodStatus{Phase: corev1.PodPending} }
 func unscheduled(p *corev1.Pod) {

@@ -141,7 +141,9 @@ func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 }
 
 // fakeInformer hands its handler to the test.
-type fakeInformer struct{ handler toolscache.ResourceEventHandler }
+type fakeInformer struct {
+	handler toolscache.ResourceEventHandler
+}
 
 func (f *fakeInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
 	f.handler = h
