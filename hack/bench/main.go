@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -131,16 +132,28 @@ func run(ctx context.Context, o options, picked []scenario) error {
 			continue
 		}
 		if err := b.enter(ctx, ph); err != nil {
-			return fmt.Errorf("setting up %s: %w", ph, err)
+			return b.finish(o, started, fmt.Errorf("setting up %s: %w", ph, err))
 		}
 		for _, s := range here {
 			fmt.Printf("== %s (%s)\n", s.name, s.about)
 			if err := s.run(ctx, b); err != nil {
-				return fmt.Errorf("%s: %w", s.name, err)
+				return b.finish(o, started, fmt.Errorf("%s: %w", s.name, err))
 			}
 		}
 	}
+	return b.finish(o, started, nil)
+}
+
+// finish prints and writes what was measured, also when a scenario failed
+// (the report then says which and why), and returns failed.
+func (b *bench) finish(o options, started time.Time, failed error) error {
 	b.report.Took = time.Since(started).Round(time.Second).String()
+	if failed != nil {
+		b.report.Failed = failed.Error()
+	}
 	printReport(&b.report)
-	return b.write(o.out)
+	if err := b.write(o.out); err != nil {
+		return errors.Join(failed, err)
+	}
+	return failed
 }

@@ -15,6 +15,7 @@ type report struct {
 	Machine    machine          `json:"machine"`
 	Parameters map[string]any   `json:"parameters"`
 	Took       string           `json:"took"`
+	Failed     string           `json:"failed,omitempty"`
 	Rollouts   []rollout        `json:"rollouts"`
 	Evictions  []evictions      `json:"evictions"`
 	Placements []placements     `json:"placements"`
@@ -49,6 +50,9 @@ func (r *report) find(suite, step string) *rollout {
 func printReport(r *report) {
 	r.Targets = targets(r)
 	fmt.Printf("\nLifeline benchmark, %s (%d CPUs, %s; took %s)\n", r.Date, r.Machine.CPUs, r.Machine.OS, r.Took)
+	if r.Failed != "" {
+		fmt.Printf("STOPPED EARLY: %s (what ran before is below)\n", r.Failed)
+	}
 	for _, profile := range []string{"instant", "realistic"} {
 		for _, step := range []string{stepUp, stepUpdate, stepDown} {
 			printRollouts(r, profile, step)
