@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"maps"
 	"sync/atomic"
 	"testing"
 
@@ -28,7 +29,10 @@ func (c labelHidingCache) List(ctx context.Context, list client.ObjectList, opts
 		return err
 	}
 	if pods, ok := list.(*corev1.PodList); ok && c.hiding.Load() {
+		// The controller lists the cache's own pods, uncopied: hide
+		// the label in copies of their labels, never in the cache.
 		for i := range pods.Items {
+			pods.Items[i].Labels = maps.Clone(pods.Items[i].Labels)
 			delete(pods.Items[i].Labels, c.label)
 		}
 	}
