@@ -117,9 +117,9 @@ func printEvictions(r *report) {
 	}
 	fmt.Printf("\nEvictions, %d in flight, from %d pods:\n", r.Parameters["in_flight"], r.Evictions[0].Covered)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\tevictions\tadmitted\trefused\tclient p50 ms\tclient p99 ms\tadmission p50 ms\tp99 ms\tstatus writes\tper write\twrite p50 ms\tp99 ms\tadmitted/s\tmanager CPU s\tpeak RSS MiB\t")
+	fmt.Fprintln(tw, "\tevictions\tadmitted\trefused\t409s retried\tclient p50 ms\tclient p99 ms\tadmission p50 ms\tp99 ms\tstatus writes\tper write\twrite p50 ms\tp99 ms\tadmitted/s\tmanager CPU s\tpeak RSS MiB\t")
 	for _, f := range r.Evictions {
-		fmt.Fprintf(tw, "%s, %s\t%d\t%d\t%d\t%.1f\t%.1f\t%.2f\t%.2f\t%d\t%.1f\t%.1f\t%.1f\t%.0f\t%.1f\t%.0f\t\n", f.Implementation, f.Run, f.Evictions, f.Admitted, f.Refused,
+		fmt.Fprintf(tw, "%s, %s\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.2f\t%.2f\t%d\t%.1f\t%.1f\t%.1f\t%.0f\t%.1f\t%.0f\t\n", f.Implementation, f.Run, f.Evictions, f.Admitted, f.Refused, f.Conflicts,
 			f.ClientP50Ms, f.ClientP99Ms, f.WebhookP50Ms, f.WebhookP99Ms, f.Writes, f.Batch, f.WriteP50Ms, f.WriteP99Ms, f.PerSec, f.CtrlCPU, f.CtrlPeakRSS)
 	}
 	tw.Flush()
