@@ -97,10 +97,7 @@ func (b *bench) evictionBench(ctx context.Context, implementation string) error 
 		if err := b.waitPods(ctx, ns, covered-f.Admitted); err != nil {
 			return err
 		}
-		if err := b.createPods(ctx, ns, "guarded", covered, b.o.inFlight); err != nil {
-			return err
-		}
-		if err := b.waitPods(ctx, ns, covered); err != nil {
+		if err := b.refill(ctx, ns, covered); err != nil {
 			return err
 		}
 	}
@@ -161,6 +158,22 @@ func (b *bench) waitPods(ctx context.Context, ns string, n int) error {
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for %d pods in %s: %w", n, ns, err)
+	}
+	return nil
+}
+
+// refill creates the guarded pods again until ns holds n: a create that
+// found its predecessor not yet gone is tried again.
+func (b *bench) refill(ctx context.Context, ns string, n int) error {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := b.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) == n {
+			return err == nil, nil
+		}
+		return false, b.createPods(ctx, ns, "guarded", n, b.o.inFlight)
+	})
+	if err != nil {
+		return fmt.Errorf("making %d pods in %s again: %w", n, ns, err)
 	}
 	return nil
 }
