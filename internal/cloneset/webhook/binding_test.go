@@ -24,7 +24,9 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 )
 
-func TestBindingWebhook(t *testing.T) {
+// bindingFixture is a CloneSet and its pod waiting in PreparingNormal to be
+// bound, and a scheme for them.
+func bindingFixture() (*runtime.Scheme, *appsv1alpha1.CloneSet, *corev1.Pod) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = appsv1alpha1.AddToScheme(scheme)
@@ -32,6 +34,11 @@ func TestBindingWebhook(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-a", UID: "pod-uid",
 		Labels:          map[string]string{pub.LifecycleStateKey: string(pub.LifecycleStatePreparingNormal)},
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cs, appsv1alpha1.GroupVersion.WithKind("CloneSet"))}}}
+	return scheme, cs, pod
+}
+
+func TestBindingWebhook(t *testing.T) {
+	scheme, cs, pod := bindingFixture()
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	handler := func(objs ...client.Object) *bindingDefaulter {
 		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
@@ -154,13 +161,7 @@ func (f *fakeInformer) AddEventHandler(h toolscache.ResourceEventHandler) (tools
 // for the informer to deliver it, and reads from the API server only if
 // the cache still does not show the pod after the wait.
 func TestBindingWaitsForTheCache(t *testing.T) {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = appsv1alpha1.AddToScheme(scheme)
-	cs := &appsv1alpha1.CloneSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "cs-uid"}}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-a", UID: "pod-uid",
-		Labels:          map[string]string{pub.LifecycleStateKey: string(pub.LifecycleStatePreparingNormal)},
-		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cs, appsv1alpha1.GroupVersion.WithKind("CloneSet"))}}}
+	scheme, cs, pod := bindingFixture()
 	stored := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cs, pod).Build()
 	binding, _ := json.Marshal(&corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-a", UID: "pod-uid"}, Target: corev1.ObjectReference{Kind: "Node", Name: "n"}})
 	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
