@@ -44,11 +44,15 @@ type rollout struct {
 	CtrlCPU       float64 `json:"controller_cpu_s"`
 	CtrlPeakRSS   float64 `json:"controller_peak_rss_mib"`
 	Binds         binds   `json:"binds"`
-	// WebhookLiveReads are the binding webhook's reads that missed the
-	// manager's cache and went to the API server; WebhookWaits those that
-	// waited for the cache to catch up.
-	WebhookLiveReads int `json:"webhook_live_reads"`
-	WebhookWaits     int `json:"webhook_cache_waits"`
+	// The binding webhook's pod reads that missed the manager's cache:
+	// WebhookCreated were served by the create's answer the controller
+	// kept, WebhookNotCreated left to the controller (neither showed the
+	// pod), WebhookWaits waited for the cache to catch up (a standby's),
+	// and WebhookLiveReads went to the API server.
+	WebhookCreated    int `json:"webhook_created"`
+	WebhookNotCreated int `json:"webhook_not_created"`
+	WebhookWaits      int `json:"webhook_cache_waits"`
+	WebhookLiveReads  int `json:"webhook_live_reads"`
 	// WebhookP50/P99 are the pod mutating webhook's latency in the
 	// manager (binds and kubelet reports), from its histogram.
 	WebhookP50Ms float64 `json:"pod_webhook_p50_ms"`
@@ -83,7 +87,12 @@ func (b *bench) measure(ctx context.Context, s suite, ns string, pods int,
 		h, _ := histogram(b.l.MetricsURL, "controller_runtime_webhook_latency_seconds", "webhook", "/mutate-pod")
 		return h
 	}
-	liveBefore, waitsBefore, webhookBefore := reads("live"), reads("cache-after-wait"), webhook()
+	sources := []string{"created", "not-created", "cache-after-wait", "live"}
+	readsBefore := map[string]float64{}
+	for _, source := range sources {
+		readsBefore[source] = reads(source)
+	}
+	webhookBefore := webhook()
 
 	// A RetryWatcher resumes where the API server closed a watch, so a
 	// watch dropped under load does not lose writes.
@@ -143,7 +152,9 @@ func (b *bench) measure(ctx context.Context, s suite, ns string, pods int,
 	r.KwokCPU = cpuSeconds(b.c.PID("kwok")) - kwokBefore
 	r.CtrlPeakRSS = float64(peak.Load()) / (1 << 20)
 	r.PodWritesPerPod = float64(writes.Load()) / float64(pods)
-	r.WebhookLiveReads, r.WebhookWaits = int(reads("live")-liveBefore), int(reads("cache-after-wait")-waitsBefore)
+	readsSince := func(source string) int { return int(reads(source) - readsBefore[source]) }
+	r.WebhookCreated, r.WebhookNotCreated = readsSince("created"), readsSince("not-created")
+	r.WebhookWaits, r.WebhookLiveReads = readsSince("cache-after-wait"), readsSince("live")
 	if after := webhook(); after.count > webhookBefore.count {
 		r.WebhookP50Ms, r.WebhookP99Ms = 1000*quantile(webhookBefore, after, 0.5), 1000*quantile(webhookBefore, after, 0.99)
 	}

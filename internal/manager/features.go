@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,7 @@ import (
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	budgetcontroller "github.com/lifeline-k8s/lifeline/internal/podbudget/controller"
 	budgetwebhook "github.com/lifeline-k8s/lifeline/internal/podbudget/webhook"
+	"github.com/lifeline-k8s/lifeline/internal/podexec"
 	ppscontroller "github.com/lifeline-k8s/lifeline/internal/pps/controller"
 	ppswebhook "github.com/lifeline-k8s/lifeline/internal/pps/webhook"
 	ppsworkloads "github.com/lifeline-k8s/lifeline/internal/pps/workloads"
@@ -101,6 +103,12 @@ func (g *budgetGates) apply(guard *budgetadmission.Guard) {
 // the binding mutator that makes scheduled pods Normal, and the hook
 // guard. o receives its flags.
 func CloneSet(o *clonesetcontroller.Options) *Feature {
+	// The controller's expectations, which the binding mutator reads too;
+	// made once the flags are parsed.
+	expectations := sync.OnceValue(func() *podexec.Expectations { return clonesetcontroller.NewExpectations(*o) })
+	// controllerRuns: the controller is set up in this manager, so the
+	// pods it creates are in expectations once it leads.
+	var controllerRuns atomic.Bool
 	return &Feature{
 		Name: "cloneset",
 		Flags: func(fs *flag.FlagSet) {
@@ -120,8 +128,9 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 		Controllers: func(ctx context.Context, mgr ctrl.Manager, s *Shared) error {
 			r := &clonesetcontroller.Reconciler{
 				Client: HubClient(mgr), APIReader: HubReader(mgr), Recorder: mgr.GetEventRecorder("cloneset-controller"),
-				Budgets: s.Budgets, Options: *o,
+				Budgets: s.Budgets, Options: *o, Expectations: expectations(),
 			}
+			controllerRuns.Store(true)
 			return r.SetupWithManager(ctx, mgr)
 		},
 		Webhooks: func(mgr ctrl.Manager, s *Shared, w Webhooks) {
@@ -132,7 +141,7 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 				// reads the pod from the API server at once.
 				arrivals, _ = clonesetwebhook.NewArrivals(informer)
 			}
-			w.Mutating.Register("cloneset-normal-in-bind", clonesetwebhook.NewBindingMutator(w.Decoder, HubClient(mgr), s.Webhook, arrivals), clonesetwebhook.BindingTarget)
+			w.Mutating.Register("cloneset-normal-in-bind", clonesetwebhook.NewBindingMutator(w.Decoder, HubClient(mgr), expectations(), leading(mgr, &controllerRuns), s.Webhook, arrivals), clonesetwebhook.BindingTarget)
 			w.Mutating.Register("cloneset-gate-in-status", clonesetwebhook.NewGateMutator(w.Decoder), clonesetwebhook.GateStatusTarget)
 			w.Validating.Register("cloneset-hook-guard", &clonesetwebhook.HookGuard{
 				Cache: HubClient(mgr), Live: HubReader(mgr), Writer: HubClient(mgr), Recorder: mgr.GetEventRecorder("cloneset-hook-guard"),
@@ -204,5 +213,20 @@ func PersistentPodState() *Feature {
 		},
 		Protection: []protection.Source{{Kind: protection.Placement, Object: &appsv1beta1.PersistentPodState{}, List: &appsv1alpha1.PersistentPodStateList{}}},
 		FailClosed: map[string]protection.Kind{"mpodcreate.lifeline.dev": protection.Placement},
+	}
+}
+
+// leading reports whether a controller that is set up (runs) leads in
+// this replica: mgr's leader-elected controllers run here (at once when
+// leader election is off).
+func leading(mgr ctrl.Manager, runs *atomic.Bool) func() bool {
+	elected := mgr.Elected()
+	return func() bool {
+		select {
+		case <-elected:
+			return runs.Load()
+		default:
+			return false
+		}
 	}
 }

@@ -146,11 +146,14 @@ func (e *Executor) create(ctx context.Context, w Workload, a podlife.CreatePod) 
 			return fmt.Errorf("creating pvc %s: %w", pvc.Name, err)
 		}
 	}
+	key := client.ObjectKeyFromObject(pod)
+	e.Expectations.ExpectCreating(key)
 	if err := e.Client.Create(ctx, pod); err != nil {
+		e.Expectations.CreateFailed(key)
 		e.Recorder.Eventf(w.Object(), nil, corev1.EventTypeWarning, "FailedCreate", "Create", "failed to create pod: %v", err)
 		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 	}
-	e.Expectations.ExpectCreated(client.ObjectKeyFromObject(w.Object()), pod.Name, pod.UID, e.Clock.Now())
+	e.Expectations.ExpectCreated(client.ObjectKeyFromObject(w.Object()), pod, e.Clock.Now())
 	count(e.Metrics.Created, w)
 	e.Recorder.Eventf(w.Object(), pod, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "succeed to create pod %s (%s)", pod.Name, a.Reason)
 	return nil

@@ -23,6 +23,9 @@ type Expectations struct {
 	mu      sync.Mutex
 	timeout time.Duration
 	byOwner map[types.NamespacedName]map[string]expectation
+	// creating are the pods whose creates are in flight, by key; each
+	// channel closes when its create answers or fails (see created.go).
+	creating map[types.NamespacedName]chan struct{}
 }
 
 type expectationKind int
@@ -38,8 +41,10 @@ type expectation struct {
 	// before and written are, for expectChanged, the pod's resourceVersion
 	// before the write and the one the write produced.
 	before, written string
-	// uid is, for expectCreated, the UID of the created pod.
+	// uid is, for expectCreated, the UID of the created pod, and pod the
+	// create's answer, which no one changes (see Created).
 	uid   types.UID
+	pod   *corev1.Pod
 	since time.Time
 }
 
@@ -47,7 +52,8 @@ type expectation struct {
 type PodLookup func(name string) (uid types.UID, found bool, err error)
 
 func NewExpectations(timeout time.Duration) *Expectations {
-	return &Expectations{timeout: timeout, byOwner: map[types.NamespacedName]map[string]expectation{}}
+	return &Expectations{timeout: timeout, byOwner: map[types.NamespacedName]map[string]expectation{},
+		creating: map[types.NamespacedName]chan struct{}{}}
 }
 
 func (e *Expectations) expect(owner types.NamespacedName, pod string, x expectation) {
@@ -57,11 +63,6 @@ func (e *Expectations) expect(owner types.NamespacedName, pod string, x expectat
 		e.byOwner[owner] = map[string]expectation{}
 	}
 	e.byOwner[owner][pod] = x
-}
-
-// ExpectCreated records that pod was created with uid.
-func (e *Expectations) ExpectCreated(owner types.NamespacedName, pod string, uid types.UID, now time.Time) {
-	e.expect(owner, pod, expectation{kind: expectCreated, uid: uid, since: now})
 }
 
 // ExpectDeleted records that pod was deleted.

@@ -1,6 +1,7 @@
 package podexec
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func TestExpectationsFollowTheCache(t *testing.T) {
 		t.Fatal("no expectations, not satisfied")
 	}
 	apiServer["web-a"] = "uid-a"
-	e.ExpectCreated(owner, "web-a", "uid-a", t0)
+	e.ExpectCreated(owner, created("web-a", "uid-a"), t0)
 	e.ExpectDeleted(owner, "web-b", t0)
 	e.ExpectChanged(owner, "web-c", "7", "9", t0)
 
@@ -55,19 +56,19 @@ func TestExpectationsFollowTheCache(t *testing.T) {
 
 	// A pod created and deleted again before the cache showed it: the
 	// cache may never show it, so it is not waited for.
-	e.ExpectCreated(owner, "web-y", "uid-y", t0)
+	e.ExpectCreated(owner, created("web-y", "uid-y"), t0)
 	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, t0); !ok {
 		t.Fatal("waiting for a pod that is already gone")
 	}
 	// One replaced by a pod of the same name, likewise.
 	apiServer["web-x"] = "uid-x2"
-	e.ExpectCreated(owner, "web-x", "uid-x1", t0)
+	e.ExpectCreated(owner, created("web-x", "uid-x1"), t0)
 	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, t0); !ok {
 		t.Fatal("waiting for a pod replaced under the same name")
 	}
 
 	apiServer["web-z"] = "uid-z"
-	e.ExpectCreated(owner, "web-z", "uid-z", t0)
+	e.ExpectCreated(owner, created("web-z", "uid-z"), t0)
 	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, t0); ok {
 		t.Fatal("satisfied while the pod exists but the cache lags")
 	}
@@ -83,7 +84,7 @@ func TestExpectationsLookUpOnePodAtATime(t *testing.T) {
 	lookups := 0
 	lookup := func(string) (types.UID, bool, error) { lookups++; return "uid", true, nil }
 	for i := 0; i < 500; i++ {
-		e.ExpectCreated(owner, fmt.Sprintf("web-%03d", i), "uid", t0)
+		e.ExpectCreated(owner, created(fmt.Sprintf("web-%03d", i), "uid"), t0)
 	}
 	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, t0); ok || lookups != 1 {
 		t.Fatalf("ok %v after %d reads around the cache; want waiting after 1", ok, lookups)
@@ -116,7 +117,7 @@ func TestSlowLookupStallsNoOtherOwner(t *testing.T) {
 	slow, other := types.NamespacedName{Namespace: "ns", Name: "slow"}, types.NamespacedName{Namespace: "ns", Name: "other"}
 	now := time.Now()
 	e := NewExpectations(time.Minute)
-	e.ExpectCreated(slow, "slow-a", "uid-a", now)
+	e.ExpectCreated(slow, created("slow-a", "uid-a"), now)
 	e.ExpectDeleted(other, "other-a", now)
 
 	inLookup, release := make(chan struct{}), make(chan struct{})
@@ -149,5 +150,65 @@ func TestSlowLookupStallsNoOtherOwner(t *testing.T) {
 	}
 	if ok, _, _, _ := e.Satisfied(slow, nil, nil, now); !ok {
 		t.Error("the gone pod's expectation was kept")
+	}
+}
+
+// created is a create's answer: the pod named name, with uid.
+func created(name string, uid types.UID) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid, ResourceVersion: "1"}}
+}
+
+// A pod the controller created is handed out as created until the cache
+// shows it, and only under its own namespace and name.
+func TestExpectationsHandOutCreatedPods(t *testing.T) {
+	owner := types.NamespacedName{Namespace: "ns", Name: "web"}
+	t0 := time.Now()
+	e := NewExpectations(time.Minute)
+	pod := created("web-a", "uid-a")
+	e.ExpectCreated(owner, pod, t0)
+	e.ExpectDeleted(owner, "web-b", t0)
+	ctx := context.Background()
+	if got, ok := e.Created(ctx, types.NamespacedName{Namespace: "ns", Name: "web-a"}, 0); !ok || got != pod {
+		t.Fatalf("Created(ns/web-a) = %v, %v; want the create's answer", got, ok)
+	}
+	for _, key := range []types.NamespacedName{{Namespace: "other", Name: "web-a"}, {Namespace: "ns", Name: "web-b"}, {Namespace: "ns", Name: "web-c"}} {
+		if _, ok := e.Created(ctx, key, time.Hour); ok {
+			t.Errorf("Created(%s) found a pod", key)
+		}
+	}
+	lookup := func(string) (types.UID, bool, error) { return "uid-a", true, nil }
+	if ok, _, _, _ := e.Satisfied(owner, []*corev1.Pod{pod}, lookup, t0); !ok {
+		t.Fatal("not satisfied once the cache shows the pod")
+	}
+	if _, ok := e.Created(ctx, types.NamespacedName{Namespace: "ns", Name: "web-a"}, 0); ok {
+		t.Error("a pod the cache shows is still handed out as created")
+	}
+}
+
+// A lookup that overtakes the create's answer waits for it, and one of a
+// create that failed or never answers gives up.
+func TestExpectationsWaitForTheCreatesAnswer(t *testing.T) {
+	owner := types.NamespacedName{Namespace: "ns", Name: "web"}
+	ctx := context.Background()
+	e := NewExpectations(time.Minute)
+	pod := created("web-a", "uid-a")
+	key := types.NamespacedName{Namespace: "ns", Name: "web-a"}
+	e.ExpectCreating(key)
+	go e.ExpectCreated(owner, pod, time.Now())
+	if got, ok := e.Created(ctx, key, time.Hour); !ok || got != pod {
+		t.Fatalf("Created during the create = %v, %v; want the answer", got, ok)
+	}
+
+	failed := types.NamespacedName{Namespace: "ns", Name: "web-b"}
+	e.ExpectCreating(failed)
+	go e.CreateFailed(failed)
+	if _, ok := e.Created(ctx, failed, time.Hour); ok {
+		t.Fatal("a failed create handed out a pod")
+	}
+	slow := types.NamespacedName{Namespace: "ns", Name: "web-c"}
+	e.ExpectCreating(slow)
+	start := time.Now()
+	if _, ok := e.Created(ctx, slow, 10*time.Millisecond); ok || time.Since(start) < 10*time.Millisecond {
+		t.Fatalf("a create that never answers: found %v after %s; want not found after the wait", ok, time.Since(start))
 	}
 }

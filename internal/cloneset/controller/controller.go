@@ -67,6 +67,10 @@ type Reconciler struct {
 	// deletes a pod or updates it in place, and that an in-place update
 	// takes its budget from; nil: no budgets.
 	Budgets *budgetadmission.Guard
+	// Expectations are the controller's writes its cache does not show
+	// yet; nil: its own. The pod binding webhook reads the pods it created
+	// from them.
+	Expectations *podexec.Expectations
 
 	exec *podexec.Executor
 	// parsed caches, per CloneSet, the pod template of each live revision
@@ -86,21 +90,29 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=policy.kruise.io,resources=podunavailablebudgets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy.kruise.io,resources=podunavailablebudgets/status,verbs=get;update
 
+// NewExpectations returns the expectations a controller with o keeps.
+func NewExpectations(o Options) *podexec.Expectations {
+	if o.ExpectationTimeout == 0 {
+		o.ExpectationTimeout = 5 * time.Minute
+	}
+	return podexec.NewExpectations(o.ExpectationTimeout)
+}
+
 // SetupWithManager registers the controller; it lists what it owns by
 // ownerindex, which the manager registers.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	if r.Options.ExpectationTimeout == 0 {
-		r.Options.ExpectationTimeout = 5 * time.Minute
-	}
 	if r.Options.Workers == 0 {
 		r.Options.Workers = 3
 	}
+	if r.Expectations == nil {
+		r.Expectations = NewExpectations(r.Options)
+	}
 	r.exec = &podexec.Executor{
 		Client: r.Client, Live: r.APIReader, Recorder: r.Recorder, Clock: r.Clock, Budgets: r.Budgets, BudgetUser: budgetUser,
-		Expectations: podexec.NewExpectations(r.Options.ExpectationTimeout),
+		Expectations: r.Expectations,
 		Metrics:      podexec.Metrics{Created: podsCreated, Deleted: podsDeleted, Failures: actionFailures, Stale: stalePatches, Durations: stateDuration},
 	}
 	owned := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1beta1.CloneSet{}, handler.OnlyControllerOwner())

@@ -34,18 +34,33 @@ import (
 var BindingTarget = podadmission.Target{SubResource: "binding", Operation: admissionv1.Create}
 
 // NewBindingMutator returns the pod admission feature that makes a CloneSet
-// pod Normal in its bind. cache is the manager's cache; live reads around
-// it what the cache does not show within CacheWait.
-// arrivals, when not nil, wakes the wait as the cache gets the pod.
-func NewBindingMutator(decoder admission.Decoder, cache, live client.Reader, arrivals *Arrivals) podadmission.Mutator {
-	return &bindingDefaulter{decoder: decoder, cache: cache, live: live, now: time.Now, cacheWait: CacheWait, arrivals: arrivals}
+// pod Normal in its bind. cache is the manager's cache. created, when not
+// nil, are the pods the CloneSet controller created that the cache may not
+// show yet, and leading tells whether that controller runs in this
+// replica. live reads around the cache what neither shows within
+// CacheWait; arrivals, when not nil, wakes that wait as the cache gets the
+// pod.
+func NewBindingMutator(decoder admission.Decoder, cache client.Reader, created CreatedPods, leading func() bool, live client.Reader, arrivals *Arrivals) podadmission.Mutator {
+	return &bindingDefaulter{decoder: decoder, cache: cache, created: created, leading: leading, live: live,
+		now: time.Now, cacheWait: CacheWait, arrivals: arrivals}
 }
 
-// CacheWait is how long a bind waits for the manager's cache to show a
-// pod it does not show yet before reading it from the API server. The
-// scheduler binds a pod moments after it is created, often before the
-// manager's watch has delivered it (a third of the binds of a 1000-pod
-// scale-up on 11-25): waiting for the watch costs less than a read, which
+// CreatedPods are the pods a controller of this manager created, as their
+// creates answered, until the cache shows them (podexec.Expectations). The
+// scheduler binds a pod moments after its creation: under load, a third of
+// the binds came before the manager's watch had delivered the pod (11-25).
+// The create's answer serves such a bind at once (after the answer itself,
+// if the bind overtook it). It is as safe as the cache: the bind is
+// conditioned on the answer's resourceVersion, so it applies only to the
+// pod as created.
+type CreatedPods interface {
+	Created(ctx context.Context, key client.ObjectKey, wait time.Duration) (*corev1.Pod, bool)
+}
+
+// CacheWait is how long a bind waits for the answer of the pod's create
+// in flight, and on a standby replica, which created nothing, for the
+// manager's cache to show a pod it does not show yet before reading it
+// from the API server: waiting for the watch costs less than a read, which
 // would queue behind every other request the API server is serving, and
 // costs the API server nothing.
 const CacheWait = 250 * time.Millisecond
@@ -57,7 +72,7 @@ var bindings = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 var bindingReads = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "lifeline_cloneset_binding_reads_total",
-	Help: "Reads of the pod binding webhook, by kind (Pod, CloneSet) and source: cache, cache-after-wait (the cache showed the object within the wait), or live (it did not; read from the API server).",
+	Help: "Reads of the pod binding webhook, by kind (Pod, CloneSet) and source: cache; created (the create's answer the CloneSet controller kept, for a pod the cache does not show yet); not-created (neither shows the pod and the controller runs in this replica: the bind is left to it); cache-after-wait (on a standby replica, the cache showed the pod within the wait); live (it did not: read from the API server).",
 }, []string{"kind", "source"})
 
 func init() { metrics.Registry.MustRegister(bindings, bindingReads) }
@@ -69,6 +84,8 @@ func init() { metrics.Registry.MustRegister(bindings, bindingReads) }
 type bindingDefaulter struct {
 	decoder admission.Decoder
 	cache   client.Reader
+	created CreatedPods
+	leading func() bool
 	live    client.Reader
 	now     func() time.Time
 	// cacheWait: see CacheWait. Pods only, woken by arrivals.
@@ -76,28 +93,49 @@ type bindingDefaulter struct {
 	arrivals  *Arrivals
 }
 
-// get reads from the cache, waiting up to cacheWait for it to show the
-// object, and then from the API server.
-func (d *bindingDefaulter) get(ctx context.Context, key client.ObjectKey, obj client.Object) error {
-	kind := "CloneSet"
-	_, isPod := obj.(*corev1.Pod)
-	if isPod {
-		kind = "Pod"
-	}
-	err := d.cache.Get(ctx, key, obj)
+// getCloneSet reads a CloneSet from the cache: the controller that made
+// the pod reconciles it, so the cache has it.
+func (d *bindingDefaulter) getCloneSet(ctx context.Context, key client.ObjectKey, cs *appsv1alpha1.CloneSet) error {
+	err := d.cache.Get(ctx, key, cs)
+	bindingReads.WithLabelValues("CloneSet", "cache").Inc()
+	return err
+}
+
+// getPod reads the pod from the cache, then from what the controller
+// created, and then, unless the controller runs here (a pod it did not
+// create is not a CloneSet pod of its making it could judge before the
+// cache shows it: the controller makes it Normal once it sees it
+// scheduled), from the cache again for up to cacheWait and last from the
+// API server.
+func (d *bindingDefaulter) getPod(ctx context.Context, key client.ObjectKey, pod *corev1.Pod) error {
+	err := d.cache.Get(ctx, key, pod)
 	source := "cache"
-	if apierrors.IsNotFound(err) && isPod && d.arrivals != nil && d.cacheWait > 0 {
+	defer func() { bindingReads.WithLabelValues("Pod", source).Inc() }()
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	if d.created != nil {
+		if created, ok := d.created.Created(ctx, key, d.cacheWait); ok {
+			created.DeepCopyInto(pod)
+			source = "created"
+			return nil
+		}
+		if d.leading != nil && d.leading() {
+			source = "not-created"
+			return err
+		}
+	}
+	if d.arrivals != nil && d.cacheWait > 0 {
 		source = "cache-after-wait"
 		d.arrivals.Await(ctx, key, d.cacheWait, func() bool {
-			err = d.cache.Get(ctx, key, obj)
+			err = d.cache.Get(ctx, key, pod)
 			return !apierrors.IsNotFound(err)
 		})
 	}
 	if apierrors.IsNotFound(err) && d.live != nil {
 		source = "live"
-		err = d.live.Get(ctx, key, obj)
+		err = d.live.Get(ctx, key, pod)
 	}
-	bindingReads.WithLabelValues(kind, source).Inc()
 	return err
 }
 
@@ -121,7 +159,7 @@ func (d *bindingDefaulter) Mutate(ctx context.Context, req admission.Request, ra
 // to leave the bind as it is.
 func (d *bindingDefaulter) decide(ctx context.Context, req admission.Request, binding *corev1.Binding) (string, *corev1.Binding) {
 	pod := &corev1.Pod{}
-	if err := d.get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, pod); err != nil {
+	if err := d.getPod(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, pod); err != nil {
 		return "unknown", nil
 	}
 	if (binding.UID != "" && binding.UID != pod.UID) || (binding.ResourceVersion != "" && binding.ResourceVersion != pod.ResourceVersion) {
@@ -134,7 +172,7 @@ func (d *bindingDefaulter) decide(ctx context.Context, req admission.Request, bi
 		return "skipped", nil
 	}
 	cs := &appsv1alpha1.CloneSet{}
-	if err := d.get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: ref.Name}, cs); err != nil {
+	if err := d.getCloneSet(ctx, client.ObjectKey{Namespace: req.Namespace, Name: ref.Name}, cs); err != nil {
 		return "unknown", nil
 	}
 	state, ok := planner.BindingState(cs, pod)

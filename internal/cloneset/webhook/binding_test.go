@@ -205,3 +205,51 @@ func TestBindingWaitsForTheCache(t *testing.T) {
 		t.Errorf("cache never shows the pod: patched %v, live reads %d; want patched from one live read", patched, live)
 	}
 }
+
+// createdPods is what the CloneSet controller created, by key.
+type createdPods map[client.ObjectKey]*corev1.Pod
+
+func (c createdPods) Created(_ context.Context, key client.ObjectKey, _ time.Duration) (*corev1.Pod, bool) {
+	p, ok := c[key]
+	return p, ok
+}
+
+// A bind of a pod the controller created, before the cache shows it, is
+// decided from the create's answer at once, conditioned on its version.
+func TestBindingUsesTheCreatedPod(t *testing.T) {
+	scheme, cs, pod := bindingFixture()
+	pod.ResourceVersion = "42"
+	stored := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cs).Build() // the cache: no pod yet
+	binding, _ := json.Marshal(&corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-a", UID: "pod-uid"}, Target: corev1.ObjectReference{Kind: "Node", Name: "n"}})
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Create, SubResource: "binding", Namespace: "ns", Name: "web-a", Object: runtime.RawExtension{Raw: binding}}}
+	bind := func(created createdPods, leading bool) (patches map[string]any, live int) {
+		liveReader := &countingReader{Reader: stored}
+		h := &bindingDefaulter{decoder: admission.NewDecoder(scheme), cache: stored, created: created, leading: func() bool { return leading }, live: liveReader, now: time.Now}
+		m := &podadmission.Mutating{}
+		m.Register("binding", h, BindingTarget)
+		resp := m.Handle(context.Background(), req)
+		patches = map[string]any{}
+		for _, p := range resp.Patches {
+			patches[p.Path] = p.Value
+		}
+		return patches, liveReader.reads
+	}
+	patches, live := bind(createdPods{client.ObjectKeyFromObject(pod): pod}, true)
+	if live != 0 || patches["/metadata/resourceVersion"] != "42" {
+		t.Errorf("created pod: patches %v, live reads %d; want the bind conditioned on version 42, no live read", patches, live)
+	}
+	if pod.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStatePreparingNormal) {
+		t.Error("the bind changed the created pod it was handed")
+	}
+	// A pod the controller running here did not create is left to it,
+	// at once: it makes the pod Normal once it sees it scheduled.
+	if patches, live := bind(createdPods{}, true); live != 0 || len(patches) != 0 {
+		t.Errorf("nothing created, leading: patches %v, live reads %d; want no read, no patch", patches, live)
+	}
+	// A standby replica created nothing: it reads the pod from the API
+	// server (where the fake client does not have it either).
+	if patches, live := bind(createdPods{}, false); live != 1 || len(patches) != 0 {
+		t.Errorf("nothing created, standby: patches %v, live reads %d; want one live read, no patch", patches, live)
+	}
+}
