@@ -116,6 +116,43 @@ func TestChartAgreesWithConfigDefault(t *testing.T) {
 	}
 }
 
+// webhook.binding narrows the pod binding webhook to the namespaces it
+// selects, still never the system ones, or drops it, and leaves every
+// other webhook as config/default has it.
+func TestChartNarrowsTheBindingWebhook(t *testing.T) {
+	helm := helmBinary(t)
+	chart := filepath.Join(repoRoot, "charts", "lifeline")
+	webhooks := func(args ...string) map[string]admissionregistrationv1.MutatingWebhook {
+		var m admissionregistrationv1.MutatingWebhookConfiguration
+		if err := yaml.Unmarshal(byKindName(t, helmTemplate(t, helm, chart, args...))["MutatingWebhookConfiguration/lifeline-mutating-webhooks"], &m); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]admissionregistrationv1.MutatingWebhook{}
+		for _, w := range m.Webhooks {
+			out[w.Name] = w
+		}
+		return out
+	}
+	defaults := webhooks()
+	narrowed := webhooks("--set", "webhook.binding.namespaceSelector.matchLabels.team=web")
+	sel := narrowed["mpod.lifeline.dev"].NamespaceSelector
+	if sel == nil || sel.MatchLabels["team"] != "web" || !reflect.DeepEqual(sel.MatchExpressions, defaults["mpod.lifeline.dev"].NamespaceSelector.MatchExpressions) {
+		t.Errorf("narrowed binding webhook's namespaceSelector: %+v, want team=web on top of %+v", sel, defaults["mpod.lifeline.dev"].NamespaceSelector)
+	}
+	dropped := webhooks("--set", "webhook.binding.enabled=false")
+	if _, ok := dropped["mpod.lifeline.dev"]; ok {
+		t.Error("webhook.binding.enabled=false still installs mpod.lifeline.dev")
+	}
+	for name, w := range defaults {
+		if name == "mpod.lifeline.dev" {
+			continue
+		}
+		if !reflect.DeepEqual(narrowed[name], w) || !reflect.DeepEqual(dropped[name], w) {
+			t.Errorf("webhook.binding changed %s", name)
+		}
+	}
+}
+
 func helmBinary(t *testing.T) string {
 	t.Helper()
 	helm, err := cluster.Binary(context.Background(), "helm", os.Stderr)

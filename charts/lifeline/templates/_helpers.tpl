@@ -29,3 +29,26 @@ app.kubernetes.io/component: bridge
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/* webhooks with the pod binding webhook (mpod.lifeline.dev) narrowed to
+binding.namespaceSelector, on top of its own, or dropped unless
+binding.enabled. */}}
+{{- define "lifeline.bindingWebhook" -}}
+{{- $out := list }}
+{{- range $w := .webhooks }}
+{{- if ne $w.name "mpod.lifeline.dev" }}
+{{- $out = append $out $w }}
+{{- else if $.binding.enabled }}
+{{- with $.binding.namespaceSelector }}
+{{- $sel := $w.namespaceSelector | default dict }}
+{{- $_ := set $sel "matchExpressions" (concat ($sel.matchExpressions | default list) (.matchExpressions | default list)) }}
+{{- with .matchLabels }}
+{{- $_ := set $sel "matchLabels" . }}
+{{- end }}
+{{- $_ := set $w "namespaceSelector" $sel }}
+{{- end }}
+{{- $out = append $out $w }}
+{{- end }}
+{{- end }}
+{{- toYaml $out }}
+{{- end }}
