@@ -12,9 +12,12 @@ import (
 	"strings"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 )
@@ -106,6 +109,9 @@ func (c *Cluster) StartOpenKruise(ctx context.Context, progress io.Writer, args 
 	if err != nil {
 		return nil, err
 	}
+	if err := c.replaceCRDs(ctx, objs); err != nil {
+		return nil, err
+	}
 	if err := c.Apply(ctx, objs); err != nil {
 		return nil, err
 	}
@@ -130,6 +136,32 @@ func (c *Cluster) StartOpenKruise(ctx context.Context, progress io.Writer, args 
 	}
 	k.args = append(k.args, args...)
 	return k, c.StartOpenKruiseAgain(ctx, k)
+}
+
+// replaceCRDs replaces the CRDs among objs that exist (Lifeline's, in a
+// swap) with objs' whole: an apply would merge the two conversion stanzas,
+// Lifeline's webhook URL with OpenKruise's service, which the API server
+// refuses.
+func (c *Cluster) replaceCRDs(ctx context.Context, objs []*unstructured.Unstructured) error {
+	crds := dynamic.NewForConfigOrDie(c.Config).Resource(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
+	for _, obj := range objs {
+		if obj.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		existing, err := crds.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		replacement := obj.DeepCopy()
+		replacement.SetResourceVersion(existing.GetResourceVersion())
+		if _, err := crds.Update(ctx, replacement, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("replacing CRD %s: %w", obj.GetName(), err)
+		}
+	}
+	return nil
 }
 
 // StartOpenKruiseAgain starts a manager stopped with StopProcess (its
