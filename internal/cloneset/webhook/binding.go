@@ -102,11 +102,10 @@ func (d *bindingDefaulter) getCloneSet(ctx context.Context, key client.ObjectKey
 }
 
 // getPod reads the pod from the cache, then from what the controller
-// created, and then, unless the controller runs here (a pod it did not
-// create is not a CloneSet pod of its making it could judge before the
-// cache shows it: the controller makes it Normal once it sees it
-// scheduled), from the cache again for up to cacheWait and last from the
-// API server.
+// created. Where the controller leads, a pod it did not create is left
+// alone (NotFound): another workload's, or one the controller makes Normal
+// once it sees it scheduled. Elsewhere (a standby) it waits up to
+// cacheWait for the cache, and last reads the API server.
 func (d *bindingDefaulter) getPod(ctx context.Context, key client.ObjectKey, pod *corev1.Pod) error {
 	err := d.cache.Get(ctx, key, pod)
 	source := "cache"
