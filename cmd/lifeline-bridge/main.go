@@ -20,6 +20,7 @@ import (
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/bridge"
+	"github.com/lifeline-k8s/lifeline/internal/cachetrim"
 	"github.com/lifeline-k8s/lifeline/internal/metricsauth"
 	"github.com/lifeline-k8s/lifeline/pkg/hook"
 )
@@ -65,7 +66,9 @@ func run() error {
 	}
 	defer closeRegistry()
 
-	cacheOpts := ctrlcache.Options{}
+	// The bridge reads pods' labels, addresses and containers; the
+	// manager's transform drops what neither reads.
+	cacheOpts := ctrlcache.Options{DefaultTransform: cachetrim.Transform}
 	if cfg.Namespace != "" {
 		cacheOpts.DefaultNamespaces = map[string]ctrlcache.Config{cfg.Namespace: {}}
 	}

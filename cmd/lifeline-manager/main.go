@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/lifeline-k8s/lifeline/internal/cachetrim"
 	"github.com/lifeline-k8s/lifeline/internal/conversion"
 	"github.com/lifeline-k8s/lifeline/internal/manager"
 	"github.com/lifeline-k8s/lifeline/internal/metricsauth"
@@ -123,10 +124,11 @@ func run() error {
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
-		// No controller or webhook reads managedFields; dropping them
-		// before objects enter the cache saves their bytes on every
+		// No controller or webhook reads managedFields, nor a pod's
+		// service account token volume or default tolerations; dropping
+		// them before objects enter the cache saves their bytes on every
 		// cached pod.
-		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Cache:                   cache.Options{DefaultTransform: cachetrim.Transform},
 		Metrics:                 o.metrics.Server(),
 		HealthProbeBindAddress:  o.healthAddr,
 		PprofBindAddress:        o.pprofAddr,

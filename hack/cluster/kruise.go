@@ -109,10 +109,7 @@ func (c *Cluster) StartOpenKruise(ctx context.Context, progress io.Writer, args 
 	if err != nil {
 		return nil, err
 	}
-	if err := c.replaceCRDs(ctx, objs); err != nil {
-		return nil, err
-	}
-	if err := c.Apply(ctx, objs); err != nil {
+	if err := c.Install(ctx, objs); err != nil {
 		return nil, err
 	}
 	bin, err := Binary(ctx, "kruise-manager", progress)
@@ -136,6 +133,15 @@ func (c *Cluster) StartOpenKruise(ctx context.Context, progress io.Writer, args 
 	}
 	k.args = append(k.args, args...)
 	return k, c.StartOpenKruiseAgain(ctx, k)
+}
+
+// Install puts OpenKruise's manifests objs in place: the CRDs among them
+// that exist already are replaced, then everything is applied.
+func (c *Cluster) Install(ctx context.Context, objs []*unstructured.Unstructured) error {
+	if err := c.replaceCRDs(ctx, objs); err != nil {
+		return err
+	}
+	return c.Apply(ctx, objs)
 }
 
 // replaceCRDs replaces the CRDs among objs that exist (Lifeline's, in a

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	"github.com/lifeline-k8s/lifeline/internal/protection"
@@ -66,6 +67,8 @@ type Shared struct {
 	Self string
 	// Namespace is the manager's own, never protected.
 	Namespace string
+	// Pods lists a workload's pods straight from the pod informer's index.
+	Pods ownerindex.PodLister
 }
 
 // Webhooks is where a feature registers webhooks: the server for its own

@@ -128,7 +128,7 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 		Controllers: func(ctx context.Context, mgr ctrl.Manager, s *Shared) error {
 			r := &clonesetcontroller.Reconciler{
 				Client: HubClient(mgr), APIReader: HubReader(mgr), Recorder: mgr.GetEventRecorder("cloneset-controller"),
-				Budgets: s.Budgets, Options: *o, Expectations: expectations(),
+				Budgets: s.Budgets, Options: *o, Expectations: expectations(), Pods: s.Pods,
 			}
 			controllerRuns.Store(true)
 			return r.SetupWithManager(ctx, mgr)

@@ -100,6 +100,11 @@ func (l *Lifeline) Setup(ctx context.Context, mgr ctrl.Manager) error {
 	if err := ownerindex.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	pods, err := ownerindex.NewIndexedPods(ctx, mgr.GetCache())
+	if err != nil {
+		return fmt.Errorf("pod index: %w", err)
+	}
+	l.sharedWith(mgr).Pods = pods
 	var kinds []schema.GroupKind
 	for _, f := range l.features {
 		kinds = append(kinds, f.Conversions...)

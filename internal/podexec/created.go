@@ -36,9 +36,11 @@ func (e *Expectations) CreateFailed(key types.NamespacedName) {
 // ExpectCreated records that pod was created: pod is the create's answer,
 // which the caller must not change afterwards (Created hands it out).
 func (e *Expectations) ExpectCreated(owner types.NamespacedName, pod *corev1.Pod, now time.Time) {
-	e.expect(owner, pod.Name, expectation{kind: expectCreated, uid: pod.UID, pod: pod, since: now})
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// In one critical section: a bind waiting for the answer finds the
+	// pod recorded the moment it wakes.
+	e.expectLocked(owner, pod.Name, expectation{kind: expectCreated, uid: pod.UID, pod: pod, since: now})
 	e.answered(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
 }
 

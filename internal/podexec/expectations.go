@@ -59,6 +59,11 @@ func NewExpectations(timeout time.Duration) *Expectations {
 func (e *Expectations) expect(owner types.NamespacedName, pod string, x expectation) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.expectLocked(owner, pod, x)
+}
+
+// expectLocked is expect for a caller that holds the lock.
+func (e *Expectations) expectLocked(owner types.NamespacedName, pod string, x expectation) {
 	if e.byOwner[owner] == nil {
 		e.byOwner[owner] = map[string]expectation{}
 	}

@@ -194,15 +194,14 @@ func reinstallOpenKruiseStoringV1alpha1(t *testing.T) {
 	ensureOpenKruise(t)
 }
 
-// installKruiseManifests updates the CRDs (replacing Lifeline's, conversion
-// stanza and all) and applies the rest.
+// installKruiseManifests installs manifests as the bench does (replacing
+// Lifeline's CRDs, conversion stanza and all) and waits until every CRD
+// serves.
 func installKruiseManifests(t *testing.T, manifests []*unstructured.Unstructured) {
 	t.Helper()
 	var crds []*apiextensionsv1.CustomResourceDefinition
-	var rest []*unstructured.Unstructured
 	for _, obj := range manifests {
 		if obj.GetKind() != "CustomResourceDefinition" {
-			rest = append(rest, obj)
 			continue
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
@@ -211,10 +210,10 @@ func installKruiseManifests(t *testing.T, manifests []*unstructured.Unstructured
 		}
 		crds = append(crds, crd)
 	}
-	if _, err := envtest.InstallCRDs(local.Config, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+	if err := local.Install(context.Background(), manifests); err != nil {
 		t.Fatal(err)
 	}
-	if err := local.Apply(context.Background(), rest); err != nil {
+	if err := envtest.WaitForCRDs(local.Config, crds, envtest.CRDInstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

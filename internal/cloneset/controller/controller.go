@@ -25,6 +25,7 @@ import (
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
+	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	"github.com/lifeline-k8s/lifeline/internal/podexec"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
@@ -71,6 +72,10 @@ type Reconciler struct {
 	// yet; nil: its own. The pod binding webhook reads the pods it created
 	// from them.
 	Expectations *podexec.Expectations
+	// Pods lists each CloneSet's pods; nil: through the client, which
+	// copies every pod struct on each call (the manager passes the pod
+	// informer's index).
+	Pods ownerindex.PodLister
 
 	exec *podexec.Executor
 	// parsed caches, per CloneSet, the pod template of each live revision
@@ -109,6 +114,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	if r.Expectations == nil {
 		r.Expectations = NewExpectations(r.Options)
+	}
+	if r.Pods == nil {
+		r.Pods = ownerindex.ListedPods{Reader: r.Client}
 	}
 	r.exec = &podexec.Executor{
 		Client: r.Client, Live: r.APIReader, Recorder: r.Recorder, Clock: r.Clock, Budgets: r.Budgets, BudgetUser: budgetUser,

@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"math/big"
 
-	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,18 +42,14 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	}
 	now := r.Clock.Now()
 
-	owned := &corev1.PodList{}
 	// The cache's own pods, not copies: a large CloneSet's reconcile
 	// would otherwise hold a second copy of every pod for as long as it
 	// runs (docs/benchmark.md, Memory). Planning and rendering never
 	// change a pod (TestLifecycleModel checks), and every write the
 	// executor sends goes through a copy.
-	if err := r.List(ctx, owned, client.InNamespace(cs.Namespace), ownerindex.Owned(string(cs.UID)), client.UnsafeDisableDeepCopy); err != nil {
+	all, err := r.Pods.OwnedPods(ctx, cs.Namespace, string(cs.UID))
+	if err != nil {
 		return nil, ctrl.Result{}, err
-	}
-	all := make([]*corev1.Pod, 0, len(owned.Items))
-	for i := range owned.Items {
-		all = append(all, &owned.Items[i])
 	}
 	if wait, err := r.waitForCache(ctx, cs, all, now); wait > 0 || err != nil {
 		return nil, ctrl.Result{RequeueAfter: wait}, err
