@@ -146,9 +146,9 @@ func printMemory(r *report) {
 	}
 	fmt.Println("\nLifeline manager memory by pods cached (one CloneSet):")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "pods\tpeak RSS MiB\theap in use MiB\theap per pod KiB\tsettled in s\t")
+	fmt.Fprintln(tw, "pods\tpeak RSS MiB\theap in use MiB\tlive heap MiB\tlive heap per pod KiB\tsettled in s\t")
 	for _, m := range r.Memory {
-		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.1f\t%.0f\t\n", m.Pods, m.RSS, m.Heap, m.HeapPerPodKiB, m.SettledSeconds)
+		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.0f\t\n", m.Pods, m.RSS, m.Heap, m.Live, m.LivePerPodKiB, m.SettledSeconds)
 	}
 	tw.Flush()
 }
