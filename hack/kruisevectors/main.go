@@ -4,13 +4,19 @@
 // data, volumeClaimTemplates hash). Lifeline's revision tests compare their
 // own results with these. Run from this folder:
 //
-//	go run . ../../internal/cloneset/revision/testdata/corpus.yaml ../../internal/cloneset/revision/testdata/kruise-v1.9.0.json
+//	go run . ../../internal/revision/testdata/corpus.yaml ../../internal/revision/testdata/kruise-v1.9.0.json
 //
 // With "conversion" first, it records instead what OpenKruise's conversion
 // code makes of each object (CloneSet, PodUnavailableBudget,
-// PersistentPodState, either version) in the other version:
+// PersistentPodState, StatefulSet, either version) in the other version:
 //
 //	go run . conversion ../../internal/conversion/testdata/corpus.yaml ../../internal/conversion/testdata/kruise-v1.9.0.json
+//
+// With "statefulset" first, it records for each v1beta1 Advanced
+// StatefulSet what OpenKruise's webhook stores on CREATE and the revision
+// its controller names:
+//
+//	go run . statefulset ../../internal/statefulset/webhook/testdata/corpus.yaml ../../internal/statefulset/webhook/testdata/kruise-v1.9.0.json
 package main
 
 import (
@@ -53,8 +59,15 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) == 4 && os.Args[1] == "statefulset" {
+		if err := runStatefulSets(os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, "kruisevectors:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: kruisevectors [conversion] CORPUS.yaml OUT.json")
+		fmt.Fprintln(os.Stderr, "usage: kruisevectors [conversion|statefulset] CORPUS.yaml OUT.json")
 		os.Exit(2)
 	}
 	if err := run(os.Args[1], os.Args[2]); err != nil {

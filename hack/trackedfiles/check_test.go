@@ -22,7 +22,7 @@ func TestCheck(t *testing.T) {
 		{"binary in testdata still refused", file{path: "internal/a/testdata/tool", size: 10, executable: true, head: []byte("\x7fELF")}, "executable binary"},
 		{"large file", file{path: "docs/dump.json", size: 1<<20 + 1, head: []byte("{")}, "over the"},
 		{"exactly the limit", file{path: "docs/dump.json", size: 1 << 20, head: []byte("{")}, ""},
-		{"large fixture in testdata", file{path: "internal/cloneset/revision/testdata/big.json", size: 5 << 20, head: []byte("{")}, ""},
+		{"large fixture in testdata", file{path: "internal/revision/testdata/big.json", size: 5 << 20, head: []byte("{")}, ""},
 		{"large fixture in a top testdata", file{path: "testdata/big.yaml", size: 5 << 20, head: []byte("a: b")}, ""},
 		{"a folder merely named like testdata", file{path: "mytestdata/big.yaml", size: 5 << 20, head: []byte("a: b")}, "over the"},
 		{"long Go file", file{path: "internal/a/controller.go", size: 30000, head: []byte("// Package a\npackage a\n"), lines: 501}, "501 lines"},

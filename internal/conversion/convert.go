@@ -39,6 +39,14 @@ func Convert(src, dst runtime.Object) error {
 		if d, ok := dst.(*appsv1alpha1.PersistentPodState); ok {
 			return PersistentPodStateFromHub(s, d)
 		}
+	case *appsv1alpha1.StatefulSet:
+		if d, ok := dst.(*appsv1beta1.StatefulSet); ok {
+			return StatefulSetToHub(s, d)
+		}
+	case *appsv1beta1.StatefulSet:
+		if d, ok := dst.(*appsv1alpha1.StatefulSet); ok {
+			return StatefulSetFromHub(s, d)
+		}
 	}
 	return fmt.Errorf("no conversion from %T to %T", src, dst)
 }

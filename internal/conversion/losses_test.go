@@ -158,3 +158,11 @@ func canonicalBetaBudget(o runtime.Object) {
 		b.Annotations = nil
 	}
 }
+
+// canonicalBetaStatefulSet: v1beta1 → v1alpha1 → v1beta1. Only the status
+// fields v1alpha1 lacks are lost, as in OpenKruise; the spec fields it
+// lacks are kept (OpenKruise erases them, #2102).
+func canonicalBetaStatefulSet(o runtime.Object) {
+	st := &o.(*appsv1beta1.StatefulSet).Status
+	st.UpdatedReadyReplicas, st.UpdatedAvailableReplicas, st.VolumeClaims = 0, 0, nil
+}

@@ -58,6 +58,10 @@ func TestRoundTrip(t *testing.T) {
 			func() runtime.Object { return &appsv1beta1.PersistentPodState{} }, func(runtime.Object) {}},
 		{"PersistentPodState v1beta1", func() runtime.Object { return &appsv1beta1.PersistentPodState{} },
 			func() runtime.Object { return &appsv1alpha1.PersistentPodState{} }, func(runtime.Object) {}},
+		{"StatefulSet v1alpha1", func() runtime.Object { return &appsv1alpha1.StatefulSet{} },
+			func() runtime.Object { return &appsv1beta1.StatefulSet{} }, func(runtime.Object) {}},
+		{"StatefulSet v1beta1", func() runtime.Object { return &appsv1beta1.StatefulSet{} },
+			func() runtime.Object { return &appsv1alpha1.StatefulSet{} }, canonicalBetaStatefulSet},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

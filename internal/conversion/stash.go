@@ -5,6 +5,10 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 )
 
 // StashAnnotation holds, in a v1alpha1 object, the v1beta1 fields v1alpha1
@@ -17,9 +21,28 @@ const StashAnnotation = "conversion.lifeline.dev/v1beta1"
 type stash struct {
 	ExcludePreparingDelete bool                  `json:"excludePreparingDelete,omitempty"`
 	IgnoredPodSelector     *metav1.LabelSelector `json:"ignoredPodSelector,omitempty"`
+	StatefulSet            *statefulSetStash     `json:"statefulSet,omitempty"`
 }
 
-func (s stash) empty() bool { return !s.ExcludePreparingDelete && s.IgnoredPodSelector == nil }
+func (s stash) empty() bool {
+	return !s.ExcludePreparingDelete && s.IgnoredPodSelector == nil && s.StatefulSet == nil
+}
+
+// statefulSetStash holds an Advanced StatefulSet's v1beta1-only spec
+// fields, the ones OpenKruise's conversion erases (#2102).
+type statefulSetStash struct {
+	VolumeClaimUpdateStrategy            appsv1beta1.VolumeClaimUpdateStrategy                        `json:"volumeClaimUpdateStrategy,omitzero"`
+	ReserveOrdinals                      []intstr.IntOrString                                         `json:"reserveOrdinals,omitempty"`
+	Lifecycle                            *pub.Lifecycle                                               `json:"lifecycle,omitempty"`
+	ScaleStrategy                        *appsv1beta1.StatefulSetScaleStrategy                        `json:"scaleStrategy,omitempty"`
+	PersistentVolumeClaimRetentionPolicy *appsv1beta1.StatefulSetPersistentVolumeClaimRetentionPolicy `json:"persistentVolumeClaimRetentionPolicy,omitempty"`
+	Ordinals                             *appsv1beta1.StatefulSetOrdinals                             `json:"ordinals,omitempty"`
+}
+
+func (k *statefulSetStash) empty() bool {
+	return k.VolumeClaimUpdateStrategy == (appsv1beta1.VolumeClaimUpdateStrategy{}) && k.ReserveOrdinals == nil &&
+		k.Lifecycle == nil && k.ScaleStrategy == nil && k.PersistentVolumeClaimRetentionPolicy == nil && k.Ordinals == nil
+}
 
 // writeStash records s in meta, or removes the annotation when s is empty.
 func writeStash(meta *metav1.ObjectMeta, s stash) error {

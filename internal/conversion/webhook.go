@@ -24,6 +24,7 @@ var (
 	CloneSet             = schema.GroupKind{Group: "apps.kruise.io", Kind: "CloneSet"}
 	PersistentPodState   = schema.GroupKind{Group: "apps.kruise.io", Kind: "PersistentPodState"}
 	PodUnavailableBudget = schema.GroupKind{Group: "policy.kruise.io", Kind: "PodUnavailableBudget"}
+	StatefulSet          = schema.GroupKind{Group: "apps.kruise.io", Kind: "StatefulSet"}
 )
 
 // converters builds each kind's hub-and-spoke converter from the pure
@@ -35,6 +36,8 @@ var converters = map[schema.GroupKind]func(*runtime.Scheme) (crconversion.Conver
 		crconversion.NewSpokeConverter(&appsv1alpha1.PersistentPodState{}, withContext(PersistentPodStateFromHub), withContext(PersistentPodStateToHub))),
 	PodUnavailableBudget: crconversion.NewHubSpokeConverter(&policyv1beta1.PodUnavailableBudget{},
 		crconversion.NewSpokeConverter(&policyv1alpha1.PodUnavailableBudget{}, withContext(PodUnavailableBudgetFromHub), withContext(PodUnavailableBudgetToHub))),
+	StatefulSet: crconversion.NewHubSpokeConverter(&appsv1beta1.StatefulSet{},
+		crconversion.NewSpokeConverter(&appsv1alpha1.StatefulSet{}, withContext(StatefulSetFromHub), withContext(StatefulSetToHub))),
 }
 
 func withContext[S, D any](f func(S, D) error) func(context.Context, S, D) error {

@@ -33,6 +33,7 @@ import (
 	ppswebhook "github.com/lifeline-k8s/lifeline/internal/pps/webhook"
 	ppsworkloads "github.com/lifeline-k8s/lifeline/internal/pps/workloads"
 	"github.com/lifeline-k8s/lifeline/internal/protection"
+	statefulsetwebhook "github.com/lifeline-k8s/lifeline/internal/statefulset/webhook"
 )
 
 // Features are Lifeline's features in the order the manager sets them up,
@@ -40,7 +41,26 @@ import (
 // first, since a disruption it refuses must not be redirected (by the
 // CloneSet hook guard into PreparingDelete).
 func Features() []*Feature {
-	return []*Feature{PodUnavailableBudget(), CloneSet(&clonesetcontroller.Options{}), PersistentPodState()}
+	return []*Feature{PodUnavailableBudget(), CloneSet(&clonesetcontroller.Options{}), StatefulSet(), PersistentPodState()}
+}
+
+// StatefulSet serves Advanced StatefulSets (apps.kruise.io StatefulSet):
+// both versions, their conversion, defaults and validation. Its
+// controller is issue 25's next step.
+func StatefulSet() *Feature {
+	o := &statefulsetwebhook.Options{}
+	return &Feature{
+		Name: "statefulset",
+		Flags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&o.AutoDeletePVC, "statefulset-auto-delete-pvc", true,
+				"Default an Advanced StatefulSet's persistentVolumeClaimRetentionPolicy to Retain/Retain (OpenKruise's StatefulSetAutoDeletePVC gate, on by default there too).")
+		},
+		AddToScheme: schemes(appsv1alpha1.AddToScheme, appsv1beta1.AddToScheme),
+		Conversions: []schema.GroupKind{conversion.StatefulSet},
+		Webhooks: func(_ ctrl.Manager, _ *Shared, w Webhooks) {
+			statefulsetwebhook.Register(w.Server, w.Decoder, *o)
+		},
+	}
 }
 
 // PodUnavailableBudget keeps budgets' status and guards every disruption

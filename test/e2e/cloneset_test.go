@@ -159,7 +159,7 @@ func TestCloneSetScalesUpWithNamedPodsAndFullStatus(t *testing.T) {
 }
 
 // kruiseRevisionName is the revision name OpenKruise v1.9.0 gives the
-// corpus CloneSet of that name (internal/cloneset/revision/testdata).
+// corpus CloneSet of that name (internal/revision/testdata).
 func kruiseRevisionName(t *testing.T, name string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "internal", "cloneset", "revision", "testdata", "kruise-v1.9.0.json"))

@@ -17,7 +17,7 @@ import (
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
-	"github.com/lifeline-k8s/lifeline/internal/cloneset/revision"
+	"github.com/lifeline-k8s/lifeline/internal/revision"
 )
 
 // revisions are a CloneSet's ControllerRevisions as planned

@@ -19,7 +19,7 @@ import (
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
-	"github.com/lifeline-k8s/lifeline/internal/cloneset/revision"
+	"github.com/lifeline-k8s/lifeline/internal/revision"
 )
 
 // revisionTestbed is a Reconciler on a fake client, for the revision

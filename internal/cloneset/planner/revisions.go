@@ -7,7 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/cloneset/revision"
+	"github.com/lifeline-k8s/lifeline/internal/revision"
 )
 
 // Revisions is what the CloneSet's revisions are and what to write so that

@@ -7,7 +7,6 @@ import (
 	"math"
 	"regexp"
 	"sort"
-	"strings"
 
 	"github.com/lifeline-k8s/lifeline/internal/workloadref"
 
@@ -19,15 +18,11 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	podutil "k8s.io/kubernetes/pkg/api/pod"
-	"k8s.io/kubernetes/pkg/apis/core"
-	corehelper "k8s.io/kubernetes/pkg/apis/core/helper"
-	corev1conversion "k8s.io/kubernetes/pkg/apis/core/v1"
 	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
 
-	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
+	"github.com/lifeline-k8s/lifeline/internal/workloadspec"
 )
 
 // PodGetter looks up pods named in scaleStrategy.podsToDelete.
@@ -108,46 +103,19 @@ func validateSpec(ctx context.Context, pods PodGetter, cs, old *appsv1alpha1.Clo
 	if selector != nil && !selector.Empty() && !selector.Matches(labels.Set(spec.Template.Labels)) {
 		errs = append(errs, field.Invalid(path.Child("template", "metadata", "labels"), spec.Template.Labels, "`selector` does not match template `labels`"))
 	}
-	errs = append(errs, validateTemplate(cs, old, path.Child("template"))...)
+	var oldTemplate *corev1.PodTemplateSpec
+	if old != nil {
+		oldTemplate = &old.Spec.Template
+	}
+	errs = append(errs, workloadspec.ValidateTemplate(&spec.Template, spec.VolumeClaimTemplates, oldTemplate, "cloneset", path.Child("template"))...)
 	errs = append(errs, validateScaleStrategy(ctx, pods, cs, old, path.Child("scaleStrategy"))...)
 	errs = append(errs, validateUpdateStrategy(spec, int(replicas), path.Child("updateStrategy"))...)
-	errs = append(errs, validateLifecycle(spec.Lifecycle, path.Child("lifecycle"))...)
+	errs = append(errs, workloadspec.ValidateLifecycle(spec.Lifecycle, path.Child("lifecycle"))...)
 	if pds := spec.ProgressDeadlineSeconds; pds != nil {
 		errs = append(errs, corevalidation.ValidateNonnegativeField(int64(*pds), path.Child("progressDeadlineSeconds"))...)
 		if *pds != math.MaxInt32 && *pds <= spec.MinReadySeconds {
 			errs = append(errs, field.Invalid(path.Child("progressDeadlineSeconds"), *pds, "must be greater than minReadySeconds"))
 		}
-	}
-	return errs
-}
-
-// validateTemplate validates the template as Kubernetes validates a pod
-// template, with each volumeClaimTemplate added as a volume: a template
-// volume of the same name is a duplicate, and mounts may name the claims.
-func validateTemplate(cs, old *appsv1alpha1.CloneSet, path *field.Path) field.ErrorList {
-	tmpl := cs.Spec.Template.DeepCopy()
-	for _, vct := range cs.Spec.VolumeClaimTemplates {
-		tmpl.Spec.Volumes = append(tmpl.Spec.Volumes, corev1.Volume{Name: vct.Name, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: vct.Name},
-		}})
-	}
-	internal := &core.PodTemplateSpec{}
-	if err := corev1conversion.Convert_v1_PodTemplateSpec_To_core_PodTemplateSpec(tmpl, internal, nil); err != nil {
-		return field.ErrorList{field.Invalid(field.NewPath(""), cs.Spec.Template, fmt.Sprintf("Convert_v1_PodTemplateSpec_To_core_PodTemplateSpec failed: %v", err))}
-	}
-	var oldInternal *core.PodTemplateSpec
-	if old != nil {
-		oldInternal = &core.PodTemplateSpec{}
-		if err := corev1conversion.Convert_v1_PodTemplateSpec_To_core_PodTemplateSpec(&old.Spec.Template, oldInternal, nil); err != nil {
-			oldInternal = nil
-		}
-	}
-	errs := corevalidation.ValidatePodTemplateSpec(internal, path, podutil.GetValidationOptionsFromPodTemplate(internal, oldInternal))
-	if rp := cs.Spec.Template.Spec.RestartPolicy; rp != "" && rp != corev1.RestartPolicyAlways {
-		errs = append(errs, field.NotSupported(path.Child("spec", "restartPolicy"), rp, []string{string(corev1.RestartPolicyAlways)}))
-	}
-	if cs.Spec.Template.Spec.ActiveDeadlineSeconds != nil {
-		errs = append(errs, field.Forbidden(path.Child("spec", "activeDeadlineSeconds"), "activeDeadlineSeconds in cloneset is not Supported"))
 	}
 	return errs
 }
@@ -206,7 +174,7 @@ func validateUpdateStrategy(spec *appsv1alpha1.CloneSetSpec, replicas int, path 
 			errs = append(errs, corevalidation.ValidateNonnegativeField(int64(p), path.Child("partition"))...)
 		}
 	}
-	if msg := priorityError(us); msg != "" {
+	if msg := workloadspec.PriorityError(us.PriorityStrategy); msg != "" {
 		errs = append(errs, field.Required(path.Child("priorityStrategy"), msg))
 	}
 	if msg := scatterError(us.ScatterStrategy); msg != "" {
@@ -240,35 +208,6 @@ func validateUpdateStrategy(spec *appsv1alpha1.CloneSetSpec, replicas int, path 
 	return errs
 }
 
-// priorityError is the first problem of priorityStrategy, in OpenKruise's
-// words. A weight of 0 is accepted, as in OpenKruise.
-func priorityError(us *appsv1alpha1.CloneSetUpdateStrategy) string {
-	ps := us.PriorityStrategy
-	if ps == nil {
-		return ""
-	}
-	if len(ps.WeightPriority) > 0 && len(ps.OrderPriority) > 0 {
-		return "only one of weightPriority and orderPriority can be used"
-	}
-	for _, w := range ps.WeightPriority {
-		if w.Weight < 0 || w.Weight > 100 {
-			return "weight must be valid number in the range 1-100"
-		}
-		if len(w.MatchSelector.MatchLabels)+len(w.MatchSelector.MatchExpressions) == 0 {
-			return "selector can not be empty"
-		}
-		if _, err := metav1.LabelSelectorAsSelector(&w.MatchSelector); err != nil {
-			return fmt.Sprintf("invalid selector %v", err)
-		}
-	}
-	for _, o := range ps.OrderPriority {
-		if o.OrderedKey == "" {
-			return "order key can not be empty"
-		}
-	}
-	return ""
-}
-
 func scatterError(terms appsv1alpha1.UpdateScatterStrategy) string {
 	seen := map[appsv1alpha1.UpdateScatterTerm]bool{}
 	for _, t := range terms {
@@ -281,38 +220,4 @@ func scatterError(terms appsv1alpha1.UpdateScatterStrategy) string {
 		seen[t] = true
 	}
 	return ""
-}
-
-// validateLifecycle checks the hooks' handlers as the API server would check
-// them on a pod: a label or finalizer the pod could never carry would hold
-// it forever. OpenKruise accepts them; we refuse them with their field path.
-func validateLifecycle(l *pub.Lifecycle, path *field.Path) field.ErrorList {
-	if l == nil {
-		return nil
-	}
-	var errs field.ErrorList
-	for _, h := range []struct {
-		name string
-		hook *pub.LifecycleHook
-	}{{"preDelete", l.PreDelete}, {"inPlaceUpdate", l.InPlaceUpdate}, {"preNormal", l.PreNormal}} {
-		if h.hook == nil {
-			continue
-		}
-		hookPath := path.Child(h.name)
-		errs = append(errs, metav1validation.ValidateLabels(h.hook.LabelsHandler, hookPath.Child("labelsHandler"))...)
-		for i, f := range h.hook.FinalizersHandler {
-			errs = append(errs, validateFinalizerName(f, hookPath.Child("finalizersHandler").Index(i))...)
-		}
-	}
-	return errs
-}
-
-// validateFinalizerName is the API server's rule for a pod's finalizers: a
-// qualified name, with a domain unless it is a standard one.
-func validateFinalizerName(name string, path *field.Path) field.ErrorList {
-	errs := apimachineryvalidation.ValidateFinalizerName(name, path)
-	if !strings.Contains(name, "/") && !corehelper.IsStandardFinalizerName(name) {
-		errs = append(errs, field.Invalid(path, name, "name is neither a standard finalizer name nor is it fully qualified"))
-	}
-	return errs
 }

@@ -1,7 +1,8 @@
-// Package revision turns a CloneSet's pod template into ControllerRevision
-// data, hashes and names that are byte-for-byte those of OpenKruise, so that
-// a user moving a CloneSet from OpenKruise to Lifeline keeps every pod at its
-// revision instead of seeing all of them rolled.
+// Package revision turns a workload's pod template into ControllerRevision
+// data, hashes and names that are byte-for-byte those of OpenKruise (the
+// same for a CloneSet and an Advanced StatefulSet), so that a user moving a
+// workload from OpenKruise to Lifeline keeps every pod at its revision
+// instead of seeing all of them rolled.
 package revision
 
 import (
@@ -29,8 +30,12 @@ import (
 // with k8s.io/apimachinery older than v0.33, whose ObjectMeta always encodes
 // "creationTimestamp":null; newer versions omit the zero time. Without that
 // key every revision name would change on migration.
-func Data(cs *appsv1alpha1.CloneSet) ([]byte, error) {
-	raw, err := json.Marshal(cs.Spec.Template)
+func Data(cs *appsv1alpha1.CloneSet) ([]byte, error) { return TemplateData(&cs.Spec.Template) }
+
+// TemplateData is the revision payload of any workload whose revisions
+// hold its pod template, as Data describes it.
+func TemplateData(tmpl *corev1.PodTemplateSpec) ([]byte, error) {
+	raw, err := json.Marshal(tmpl)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +83,8 @@ func Hash(data []byte, collisionCount *int32) string {
 	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
 }
 
-// Name is the name of the revision of a CloneSet with the given hash. Long
-// CloneSet names are cut so the name stays a valid object name.
+// Name is the name of the revision of a workload with the given hash. Long
+// workload names are cut so the name stays a valid object name.
 func Name(csName, hash string) string {
 	const maxPrefix = 223
 	if len(csName) > maxPrefix {

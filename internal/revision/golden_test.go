@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/cloneset/revision"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/webhook"
+	"github.com/lifeline-k8s/lifeline/internal/revision"
 )
 
 // vector is what OpenKruise v1.9.0 made of one CloneSet of the corpus,
