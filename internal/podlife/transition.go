@@ -80,6 +80,23 @@ func (l Life) SetState(pod *corev1.Pod, t Transition, reason string) Action {
 	return a
 }
 
+// DeleteOrHold is the action that deletes a pod (with claims), unless its
+// preDelete hook holds it: then the pod moves to PreparingDelete (and
+// NotReady, with markPodNotReady) and waits there for its operator.
+// specified marks it apps.kruise.io/specified-delete in the same write, so
+// it is replaced, never revived.
+func (l Life) DeleteOrHold(pod *corev1.Pod, claims []*corev1.PersistentVolumeClaim, why string, specified bool) Action {
+	preDelete := l.Hook(PreDeleteHook)
+	if !lifecycle.IsHooked(preDelete, pod) {
+		return DeletePod{Pod: pod, Claims: claims, Reason: why}
+	}
+	t := Transition{To: pub.LifecycleStatePreparingDelete, SpecifiedDelete: specified, Disrupts: disruption.Delete}
+	if preDelete.MarkPodNotReady {
+		t.AddNotReady = pub.PodReadyKeyPreDeleteHook
+	}
+	return l.SetState(pod, t, why+"; its preDelete hook holds it")
+}
+
 // InitPodReady is the action that sets a pod's readiness-gate conditions
 // of types True.
 func (l Life) InitPodReady(pod *corev1.Pod, types []corev1.PodConditionType, reason string) Action {

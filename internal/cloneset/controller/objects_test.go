@@ -12,8 +12,8 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/revision"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
+	"github.com/lifeline-k8s/lifeline/internal/revision"
 )
 
 func TestNewPodAndPVCs(t *testing.T) {

@@ -7,11 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
+	"github.com/lifeline-k8s/lifeline/internal/updatesort"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
@@ -167,31 +166,7 @@ func SortForUpdate(pods []*corev1.Pod, strategy *pub.UpdatePriorityStrategy, sca
 		}
 		return keepOrderTail(a, b)
 	})
-	if strategy != nil {
-		switch {
-		case len(strategy.WeightPriority) > 0:
-			weight := func(p *corev1.Pod) int64 {
-				var sum int64
-				for _, term := range strategy.WeightPriority {
-					sel, err := metav1.LabelSelectorAsSelector(&term.MatchSelector)
-					if err == nil && sel.Matches(labels.Set(p.Labels)) {
-						sum += int64(term.Weight)
-					}
-				}
-				return sum
-			}
-			sort.SliceStable(pods, func(i, j int) bool { return weight(pods[i]) > weight(pods[j]) })
-		case len(strategy.OrderPriority) > 0:
-			sort.SliceStable(pods, func(i, j int) bool {
-				ti, vi := orderLevel(pods[i], strategy.OrderPriority)
-				tj, vj := orderLevel(pods[j], strategy.OrderPriority)
-				if ti != tj {
-					return ti < tj
-				}
-				return vi > vj
-			})
-		}
-	}
+	updatesort.ByPriority(pods, strategy)
 	scatterOrder(pods, scatter)
 	sort.SliceStable(pods, func(i, j int) bool {
 		return podfacts.State(pods[i]) == pub.LifecycleStatePreparingUpdate && podfacts.State(pods[j]) != pub.LifecycleStatePreparingUpdate
@@ -241,26 +216,6 @@ func scatterOrder(pods []*corev1.Pod, terms []ScatterTerm) {
 			}
 		}
 	}
-}
-
-// orderLevel is the index of the first ordered key the pod has and the
-// integer that ends its value. Pods with none of the keys get level -1, so,
-// as in OpenKruise, they sort before pods that have one.
-func orderLevel(pod *corev1.Pod, terms []pub.UpdatePriorityOrderTerm) (int, int64) {
-	for i, term := range terms {
-		v, ok := pod.Labels[term.OrderedKey]
-		if !ok {
-			continue
-		}
-		end := len(v)
-		start := end
-		for start > 0 && v[start-1] >= '0' && v[start-1] <= '9' {
-			start--
-		}
-		n, _ := strconv.ParseInt(v[start:end], 10, 64)
-		return i, n
-	}
-	return -1, 0
 }
 
 // LimitUpdate picks, from sorted candidates, the ones that may be updated now:

@@ -8,7 +8,6 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/disruption"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/pkg/lifecycle"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
@@ -141,14 +140,7 @@ func recreate(s Snapshot, preDelete *pub.LifecycleHook, pod *corev1.Pod, why str
 }
 
 func deleteOrHoldAs(s Snapshot, preDelete *pub.LifecycleHook, pod *corev1.Pod, why string, specified bool) podlife.Action {
-	if lifecycle.IsHooked(preDelete, pod) {
-		t := podlife.Transition{To: pub.LifecycleStatePreparingDelete, SpecifiedDelete: specified, Disrupts: disruption.Delete}
-		if preDelete.MarkPodNotReady {
-			t.AddNotReady = pub.PodReadyKeyPreDeleteHook
-		}
-		return life(s).SetState(pod, t, why+"; its preDelete hook holds it")
-	}
-	return podlife.DeletePod{Pod: pod, Claims: claimsOf(s, pod), Reason: why}
+	return life(s).DeleteOrHold(pod, claimsOf(s, pod), why, specified)
 }
 
 // creates plans the missing pods: the first ScaleUpNumOldRevision of them at

@@ -1,0 +1,154 @@
+// Package planner decides what an Advanced StatefulSet controller does
+// next. It is pure: given a snapshot of a set, its pods and revisions, it
+// returns the actions to take, each with a reason, and never talks to the
+// cluster. The pod's life (lifecycle hooks, markPodNotReady, in-place
+// update) is podlife's, shared with CloneSet; what is here is the set's
+// own arithmetic: ordinals, their order, partition and maxUnavailable.
+package planner
+
+import (
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	"github.com/lifeline-k8s/lifeline/internal/disruption"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
+)
+
+// Snapshot is what the planner sees of a set.
+type Snapshot struct {
+	Set *appsv1beta1.StatefulSet
+	// Pods are the set's pods with an ordinal name, terminating and
+	// finished ones included: they still hold their ordinal.
+	Pods []*corev1.Pod
+	// Claims are the set's claims by name, for the retention policy.
+	Claims map[string]*corev1.PersistentVolumeClaim
+	// UpdateRevision and CurrentRevision are revision names.
+	UpdateRevision, CurrentRevision string
+	// Templates are the pod templates of the known revisions, by name,
+	// for deciding whether an update can be made in place.
+	Templates map[string]*corev1.PodTemplateSpec
+	// StartOrdinal honours spec.ordinals.start (OpenKruise's
+	// StatefulSetStartOrdinal gate, off by default there).
+	StartOrdinal bool
+	// Disruptions is consulted before a pod is deleted or updated in place
+	// (PodUnavailableBudget); nil allows everything.
+	Disruptions disruption.Check
+	Now         time.Time
+}
+
+// Phase is the part of the reconcile a plan comes from.
+type Phase string
+
+const (
+	// PhaseScale creates and deletes pods to match the ordinal range.
+	PhaseScale Phase = "Scale"
+	// PhaseRefresh moves pods between lifecycle states.
+	PhaseRefresh Phase = "Refresh"
+	// PhaseUpdate moves pods to the update revision.
+	PhaseUpdate Phase = "Update"
+)
+
+// Plan is what to do now. Actions of one plan are independent of each other
+// and may run in any order or concurrently.
+type Plan struct {
+	Phase   Phase
+	Actions []podlife.Action
+	// RequeueAfter asks for another look after this long even if nothing
+	// changes (minReadySeconds, a grace period, a held pod).
+	RequeueAfter time.Duration
+	// Held are pods the plan would have deleted or updated in place but
+	// the disruption check did not allow now.
+	Held []podlife.Held
+	// Waiting says why the rollout does not move, "" when it does or is
+	// done: for the Progressing condition and `kubectl describe`.
+	Waiting string
+}
+
+// heldRetry is when a plan with held pods looks again: a budget frees up
+// without any event on the set.
+const heldRetry = 5 * time.Second
+
+// Compute plans the next step: scaling first; when scaling has nothing to
+// do, lifecycle refreshes; then the update. One step never both scales
+// and updates, so a pod is never planned twice.
+func Compute(s Snapshot) (Plan, error) {
+	var p Plan
+	v := newView(s)
+	p.RequeueAfter = v.requeue
+	if g := podlife.GraceWait(v.active, s.Now); g > 0 {
+		p.wake(g + time.Second/2)
+	}
+	if s.Set.DeletionTimestamp != nil {
+		return p, nil
+	}
+	scaled := scale(s, v, &p)
+	if actions := p.allowed(s, scaled); len(actions) > 0 || len(p.Held) > 0 {
+		p.Phase, p.Actions = PhaseScale, v.life.WithInitPodReady(v.active, actions)
+		return p, nil
+	}
+	actions, err := refresh(v)
+	if err != nil {
+		return p, err
+	}
+	if len(actions) > 0 {
+		p.Phase, p.Actions = PhaseRefresh, v.life.WithInitPodReady(v.active, actions)
+		return p, nil
+	}
+	p.Phase = PhaseUpdate
+	if p.Waiting == "" {
+		actions, err = update(s, v, &p)
+	}
+	p.Actions = v.life.WithInitPodReady(v.active, p.allowed(s, actions))
+	return p, err
+}
+
+// allowed drops the actions that would take a pod out of service when the
+// disruption check does not allow it now, recording them as held.
+func (p *Plan) allowed(s Snapshot, actions []podlife.Action) []podlife.Action {
+	kept, held := podlife.Allowed(s.Disruptions, actions)
+	p.Held = append(p.Held, held...)
+	if len(held) > 0 {
+		p.wake(heldRetry)
+		if p.Waiting == "" {
+			p.Waiting = podlife.HeldMessage(held)
+		}
+	}
+	return kept
+}
+
+// wake asks for another look within d.
+func (p *Plan) wake(d time.Duration) {
+	if d > 0 && (p.RequeueAfter == 0 || d < p.RequeueAfter) {
+		p.RequeueAfter = d
+	}
+}
+
+// Monotonic reports whether the set moves one ordinal at a time.
+func Monotonic(set *appsv1beta1.StatefulSet) bool {
+	return set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
+}
+
+// MinReadySeconds is rollingUpdate.minReadySeconds, which an Advanced
+// StatefulSet applies to scaling too.
+func MinReadySeconds(set *appsv1beta1.StatefulSet) int32 {
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MinReadySeconds != nil {
+		return *ru.MinReadySeconds
+	}
+	return 0
+}
+
+// Healthy is OpenKruise's isHealthy: Normal (or no state), running, Ready
+// and not terminating.
+func Healthy(pod *corev1.Pod) bool {
+	st := podfacts.State(pod)
+	return (st == "" || st == "Normal") && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodRunning && podfacts.HasReadyCondition(pod)
+}
+
+// finished reports whether the pod ran to completion or failed.
+func finished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
+}

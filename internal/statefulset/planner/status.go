@@ -1,0 +1,110 @@
+package planner
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
+)
+
+// Status is the set's status from its pods, as OpenKruise computes it:
+// replicas counts every pod with a phase (terminating ones too), ready
+// the running Ready ones, available the Normal ones Ready for
+// minReadySeconds, current and updated the live ones by revision. The
+// current revision moves to the update revision once every pod is updated
+// and Ready. collisionCount and the label selector are the caller's.
+func Status(s Snapshot, collisionCount *int32, selector string) appsv1beta1.StatefulSetStatus {
+	set := s.Set
+	st := appsv1beta1.StatefulSetStatus{
+		ObservedGeneration: set.Generation, CollisionCount: collisionCount, LabelSelector: selector,
+		CurrentRevision: s.CurrentRevision, UpdateRevision: s.UpdateRevision,
+	}
+	minReady := MinReadySeconds(set)
+	for _, pod := range s.Pods {
+		if _, ok := Ordinal(set.Name, pod.Name); !ok || pod.Status.Phase == "" {
+			continue
+		}
+		st.Replicas++
+		ready := pod.Status.Phase == corev1.PodRunning && podfacts.HasReadyCondition(pod)
+		available := podfacts.IsAvailable(pod, minReady, s.Now)
+		updated := podlife.AtRevision(pod, s.UpdateRevision)
+		if ready {
+			st.ReadyReplicas++
+		}
+		if available {
+			st.AvailableReplicas++
+		}
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		if podlife.AtRevision(pod, s.CurrentRevision) {
+			st.CurrentReplicas++
+		}
+		if updated {
+			st.UpdatedReplicas++
+			if ready {
+				st.UpdatedReadyReplicas++
+			}
+			if available {
+				st.UpdatedAvailableReplicas++
+			}
+		}
+	}
+	if set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType &&
+		st.UpdatedReplicas == st.Replicas && st.ReadyReplicas == st.Replicas {
+		st.CurrentRevision, st.CurrentReplicas = st.UpdateRevision, st.UpdatedReplicas
+	}
+	st.VolumeClaims = claimStatus(s)
+	return st
+}
+
+// claimStatus counts, per claim template, the pods in range whose claim
+// asks for at least the template's storage (compatible), and whose
+// capacity has it too (compatible and ready).
+func claimStatus(s Snapshot) []appsv1beta1.VolumeClaimStatus {
+	set := s.Set
+	if len(set.Spec.VolumeClaimTemplates) == 0 {
+		return nil
+	}
+	ords := OrdinalsOf(set, s.StartOrdinal)
+	var out []appsv1beta1.VolumeClaimStatus
+	for _, vct := range set.Spec.VolumeClaimTemplates {
+		want := vct.Spec.Resources.Requests[corev1.ResourceStorage]
+		vs := appsv1beta1.VolumeClaimStatus{VolumeClaimName: vct.Name}
+		for _, ord := range ords.Each() {
+			c := s.Claims[ClaimName(vct.Name, set.Name, ord)]
+			if c == nil || c.DeletionTimestamp != nil {
+				continue
+			}
+			req := c.Spec.Resources.Requests[corev1.ResourceStorage]
+			if req.Cmp(want) < 0 {
+				continue
+			}
+			vs.CompatibleReplicas++
+			capacity := c.Status.Capacity[corev1.ResourceStorage]
+			if capacity.Cmp(want) >= 0 {
+				vs.CompatibleReadyReplicas++
+			}
+		}
+		out = append(out, vs)
+	}
+	return out
+}
+
+// StatusChanged reports whether a status is worth writing. Unlike
+// OpenKruise, which skips a write when only the updated-ready or
+// updated-available counts or the conditions change (so they go stale),
+// any difference is written.
+func StatusChanged(old, cur appsv1beta1.StatefulSetStatus) bool {
+	a, b := old.DeepCopy(), cur.DeepCopy()
+	for _, st := range []*appsv1beta1.StatefulSetStatus{a, b} {
+		for i := range st.Conditions {
+			st.Conditions[i].LastTransitionTime = metav1.Time{}
+		}
+	}
+	return !apiequality.Semantic.DeepEqual(*a, *b)
+}

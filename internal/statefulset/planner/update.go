@@ -1,0 +1,243 @@
+package planner
+
+import (
+	"fmt"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
+	"github.com/lifeline-k8s/lifeline/internal/updatesort"
+	"github.com/lifeline-k8s/lifeline/internal/workloadref"
+)
+
+// revisionPicker chooses the revision of each new pod so that partition
+// holds: in an ordered update the ordinals below partition stay at the
+// current revision; in an unordered one, partition pods in all.
+type revisionPicker struct {
+	v *view
+	// rank is each ordinal's place in the range.
+	rank map[int]int
+	// old counts the pods, existing and planned, not at the update
+	// revision (unordered update).
+	old int
+}
+
+func newRevisionPicker(v *view) *revisionPicker {
+	r := &revisionPicker{v: v, rank: map[int]int{}}
+	for i, ord := range v.ords.Each() {
+		r.rank[ord] = i
+	}
+	for _, pod := range v.slots {
+		if !podlife.AtRevision(pod, v.s.UpdateRevision) {
+			r.old++
+		}
+	}
+	return r
+}
+
+func (r *revisionPicker) forNew(ord int) string {
+	s := r.v.s
+	us := s.Set.Spec.UpdateStrategy
+	if us.Type == appsv1.OnDeleteStatefulSetStrategyType || us.RollingUpdate == nil {
+		return s.UpdateRevision
+	}
+	partition := 0
+	if us.RollingUpdate.Partition != nil {
+		partition = int(*us.RollingUpdate.Partition)
+	}
+	if us.RollingUpdate.UnorderedUpdate != nil {
+		if r.old < partition {
+			r.old++
+			return s.CurrentRevision
+		}
+		return s.UpdateRevision
+	}
+	if r.rank[ord] < partition {
+		return s.CurrentRevision
+	}
+	return s.UpdateRevision
+}
+
+// refresh moves pods on once their in-place update is done, and out of
+// PreparingNormal (see podlife).
+func refresh(v *view) ([]podlife.Action, error) {
+	var actions []podlife.Action
+	for _, pod := range v.active {
+		a, ok, err := v.life.RefreshInPlace(pod, v.s.UpdateRevision)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			a = v.life.RefreshPreparingNormal(pod)
+		}
+		if a != nil {
+			actions = append(actions, a)
+		}
+	}
+	return actions, nil
+}
+
+// update moves pods to the update revision: the pods labelled
+// specified-delete first, then the targets of the ordered or unordered
+// update, while unavailable pods stay within maxUnavailable. A target
+// already unavailable costs no budget.
+func update(s Snapshot, v *view, p *Plan) ([]podlife.Action, error) {
+	us := s.Set.Spec.UpdateStrategy
+	ru := us.RollingUpdate
+	if us.Type == appsv1.OnDeleteStatefulSetStrategyType || ru == nil {
+		return nil, nil
+	}
+	if ru.Paused {
+		if v.outdated() > 0 {
+			p.Waiting = "the rollout is paused"
+		}
+		return nil, nil
+	}
+	replicas := int(workloadref.Replicas(s.Set.Spec.Replicas))
+	budget := replicas
+	if ru.MaxUnavailable != nil {
+		budget = scaled(ru.MaxUnavailable, replicas)
+	}
+	unavailable := map[*corev1.Pod]bool{}
+	for _, pod := range v.slots {
+		if !v.available(pod) {
+			unavailable[pod] = true
+		}
+	}
+	var actions []podlife.Action
+	for _, pod := range v.descending() {
+		if _, marked := pod.Labels[appsv1alpha1.SpecifiedDeleteKey]; !marked || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if len(unavailable) >= budget && !unavailable[pod] {
+			continue
+		}
+		if a := v.deleteOrWait(pod, nil, "it was specified for deletion", true, p); a != nil {
+			actions = append(actions, a)
+		}
+		unavailable[pod] = true
+	}
+	for _, pod := range v.targets(ru, replicas) {
+		if podlife.AtRevision(pod, s.UpdateRevision) {
+			continue
+		}
+		if len(unavailable) >= budget && !unavailable[pod] {
+			// Only a rollout that cannot move this step waits.
+			if p.Waiting == "" && len(actions) == 0 {
+				p.Waiting = fmt.Sprintf("%d of maxUnavailable %d pods are unavailable", len(unavailable), budget)
+			}
+			break
+		}
+		unavailable[pod] = true
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		a, err := v.updateOne(pod, ru, p)
+		if err != nil {
+			return actions, err
+		}
+		if a != nil {
+			actions = append(actions, a)
+		}
+	}
+	return actions, nil
+}
+
+// updateOne updates a pod in place when the policy and the change allow,
+// else recreates it through its preDelete hook.
+func (v *view) updateOne(pod *corev1.Pod, ru *appsv1beta1.RollingUpdateStatefulSetStrategy, p *Plan) (podlife.Action, error) {
+	s := v.s
+	why := fmt.Sprintf("recreate for update to revision %s", s.UpdateRevision)
+	if ru.PodUpdatePolicy == appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType || ru.PodUpdatePolicy == appsv1beta1.InPlaceOnlyPodUpdateStrategyType {
+		from := s.Templates[revisionOf(pod, s.Templates)]
+		change, ok := podlife.CanUpdateInPlace(from, s.Templates[s.UpdateRevision])
+		if ok {
+			u := podlife.InPlaceUpdate{Change: change, To: s.Templates[s.UpdateRevision], Revision: s.UpdateRevision, TakeBudget: s.Disruptions != nil}
+			if ips := ru.InPlaceUpdateStrategy; ips != nil {
+				u.GraceSeconds = ips.GracePeriodSeconds
+			}
+			return v.life.UpdateInPlaceStep(pod, u)
+		}
+		if ru.PodUpdatePolicy == appsv1beta1.InPlaceOnlyPodUpdateStrategyType {
+			return nil, fmt.Errorf("find strategy is InPlaceOnly but Pod %s can not update in-place", pod.Name)
+		}
+		why += ": the change cannot be made in place"
+	}
+	return v.deleteOrWait(pod, nil, why, true, p), nil
+}
+
+// targets are the pods an update may move, in order. Ordered: from the
+// highest ordinal down to partition, counted by place in the range
+// (reserved ordinals included, as OpenKruise counts them), at most
+// replicas - partition. Unordered: by priority, ties highest ordinal
+// first, leaving partition pods at their revision whatever their ordinal.
+func (v *view) targets(ru *appsv1beta1.RollingUpdateStatefulSetStrategy, replicas int) []*corev1.Pod {
+	partition := 0
+	if ru.Partition != nil {
+		partition = int(*ru.Partition)
+	}
+	limit := replicas - partition
+	if limit <= 0 {
+		return nil
+	}
+	if ru.UnorderedUpdate == nil {
+		var out []*corev1.Pod
+		for slot := v.ords.End - v.ords.Start - 1; slot >= partition && len(out) < limit; slot-- {
+			if pod := v.slots[v.ords.Start+slot]; pod != nil {
+				out = append(out, pod)
+			}
+		}
+		return out
+	}
+	var done, waiting []*corev1.Pod
+	for _, pod := range v.descending() {
+		if podlife.AtRevision(pod, v.s.UpdateRevision) || pod.DeletionTimestamp != nil {
+			done = append(done, pod)
+		} else {
+			waiting = append(waiting, pod)
+		}
+	}
+	updatesort.ByPriority(waiting, ru.UnorderedUpdate.PriorityStrategy)
+	out := append(done, waiting...)
+	return out[:min(limit, len(out))]
+}
+
+// descending are the pods in range, highest ordinal first.
+func (v *view) descending() []*corev1.Pod {
+	ords := make([]int, 0, len(v.slots))
+	for ord := range v.slots {
+		ords = append(ords, ord)
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(ords)))
+	out := make([]*corev1.Pod, len(ords))
+	for i, ord := range ords {
+		out[i] = v.slots[ord]
+	}
+	return out
+}
+
+// outdated counts the pods in range not at the update revision.
+func (v *view) outdated() int {
+	n := 0
+	for _, pod := range v.slots {
+		if !podlife.AtRevision(pod, v.s.UpdateRevision) {
+			n++
+		}
+	}
+	return n
+}
+
+// revisionOf finds the name of the revision a pod is at among the known
+// templates.
+func revisionOf(pod *corev1.Pod, templates map[string]*corev1.PodTemplateSpec) string {
+	for name := range templates {
+		if podlife.AtRevision(pod, name) {
+			return name
+		}
+	}
+	return ""
+}
