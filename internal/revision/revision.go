@@ -14,7 +14,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	hashutil "k8s.io/kubernetes/pkg/util/hash"
 
@@ -138,28 +137,16 @@ func ClaimTemplatesHash(templates []corev1.PersistentVolumeClaim) string {
 // template labels and the hash, owned by the CloneSet, carrying its
 // annotations and the hash of its volumeClaimTemplates.
 func New(cs *appsv1alpha1.CloneSet, collisionCount *int32, number int64) (*appsv1.ControllerRevision, error) {
-	data, err := Data(cs)
-	if err != nil {
-		return nil, err
-	}
-	hash := Hash(data, collisionCount)
-	labels := map[string]string{}
-	for k, v := range cs.Spec.Template.Labels {
-		labels[k] = v
-	}
-	labels[HashLabel] = hash
+	return NewFor(CloneSetSource(cs), collisionCount, number)
+}
+
+// CloneSetSource is a CloneSet as its revisions need it.
+func CloneSetSource(cs *appsv1alpha1.CloneSet) Source {
 	annotations := map[string]string{}
 	for k, v := range cs.Annotations {
 		annotations[k] = v
 	}
 	annotations[appsv1alpha1.VolumeClaimTemplatesHashAnnotation] = ClaimTemplatesHash(cs.Spec.VolumeClaimTemplates)
-	cr := &appsv1.ControllerRevision{}
-	cr.Name = Name(cs.Name, hash)
-	cr.Namespace = cs.Namespace
-	cr.Labels = labels
-	cr.Annotations = annotations
-	cr.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(cs, appsv1alpha1.GroupVersion.WithKind("CloneSet"))}
-	cr.Data.Raw = data
-	cr.Revision = number
-	return cr, nil
+	return Source{Owner: cs, Kind: appsv1alpha1.GroupVersion.WithKind("CloneSet"), Template: &cs.Spec.Template, Annotations: annotations,
+		CurrentRevision: cs.Status.CurrentRevision, CollisionCount: cs.Status.CollisionCount}
 }

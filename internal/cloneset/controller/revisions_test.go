@@ -136,11 +136,11 @@ func TestRevisionNameCollision(t *testing.T) {
 		}
 		return cr
 	}
-	if _, err := r.createRevision(ctx, cs, planned(), ptr.To[int32](0)); err != nil {
+	if _, err := r.revisionStore().Create(ctx, revision.CloneSetSource(cs), planned(), ptr.To[int32](0)); err != nil {
 		t.Fatal(err)
 	}
 	count := int32(0)
-	again, err := r.createRevision(ctx, cs, planned(), &count)
+	again, err := r.revisionStore().Create(ctx, revision.CloneSetSource(cs), planned(), &count)
 	if err != nil || again.Name != mine.Name || count != 0 {
 		t.Fatalf("recreating an existing revision: %v name %s count %d", err, again.Name, count)
 	}
