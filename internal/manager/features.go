@@ -33,6 +33,7 @@ import (
 	ppswebhook "github.com/lifeline-k8s/lifeline/internal/pps/webhook"
 	ppsworkloads "github.com/lifeline-k8s/lifeline/internal/pps/workloads"
 	"github.com/lifeline-k8s/lifeline/internal/protection"
+	statefulsetcontroller "github.com/lifeline-k8s/lifeline/internal/statefulset/controller"
 	statefulsetwebhook "github.com/lifeline-k8s/lifeline/internal/statefulset/webhook"
 )
 
@@ -41,19 +42,32 @@ import (
 // first, since a disruption it refuses must not be redirected (by the
 // CloneSet hook guard into PreparingDelete).
 func Features() []*Feature {
-	return []*Feature{PodUnavailableBudget(), CloneSet(&clonesetcontroller.Options{}), StatefulSet(), PersistentPodState()}
+	// The expectation timeout and the hook-wait warning are flags every
+	// workload shares; the CloneSet feature binds them.
+	shared := &clonesetcontroller.Options{}
+	return []*Feature{PodUnavailableBudget(), CloneSet(shared), StatefulSet(shared), PersistentPodState()}
 }
 
-// StatefulSet serves Advanced StatefulSets (apps.kruise.io StatefulSet):
-// both versions, their conversion, defaults and validation. Its
-// controller is issue 25's next step.
-func StatefulSet() *Feature {
+// StatefulSet runs Advanced StatefulSets (apps.kruise.io StatefulSet):
+// its controller, both versions with their conversion, its defaults and
+// validation.
+func StatefulSet(shared *clonesetcontroller.Options) *Feature {
 	o := &statefulsetwebhook.Options{}
+	c := &statefulsetcontroller.Options{}
 	return &Feature{
 		Name: "statefulset",
 		Flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&o.AutoDeletePVC, "statefulset-auto-delete-pvc", true,
 				"Default an Advanced StatefulSet's persistentVolumeClaimRetentionPolicy to Retain/Retain (OpenKruise's StatefulSetAutoDeletePVC gate, on by default there too).")
+			fs.IntVar(&c.Workers, "statefulset-workers", 3, "How many Advanced StatefulSets reconcile at once.")
+			fs.BoolVar(&c.StartOrdinal, "statefulset-start-ordinal", false,
+				"Honour an Advanced StatefulSet's spec.ordinals.start (OpenKruise's StatefulSetStartOrdinal gate, off by default there too).")
+		},
+		Controllers: func(_ context.Context, mgr ctrl.Manager, s *Shared) error {
+			c.ExpectationTimeout, c.HookWaitWarning = shared.ExpectationTimeout, shared.HookWaitWarning
+			r := &statefulsetcontroller.Reconciler{Client: HubClient(mgr), APIReader: HubReader(mgr), Recorder: mgr.GetEventRecorder("statefulset-controller"),
+				Budgets: s.Budgets, Pods: s.Pods, Options: *c}
+			return r.SetupWithManager(mgr)
 		},
 		AddToScheme: schemes(appsv1alpha1.AddToScheme, appsv1beta1.AddToScheme),
 		Conversions: []schema.GroupKind{conversion.StatefulSet},
@@ -133,9 +147,9 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 		Name: "cloneset",
 		Flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&o.Workers, "cloneset-workers", 3, "How many CloneSets reconcile at once.")
-			fs.DurationVar(&o.ExpectationTimeout, "expectation-timeout", 5*time.Minute, "How long a write the cache never shows may hold a CloneSet back.")
+			fs.DurationVar(&o.ExpectationTimeout, "expectation-timeout", 5*time.Minute, "How long a write the cache never shows may hold a workload (CloneSet, Advanced StatefulSet) back.")
 			fs.DurationVar(&o.HookWaitWarning, "hook-wait-warning", 10*time.Minute,
-				"How long a pod may wait on a lifecycle hook before a LifecycleHookWaiting Warning event on its CloneSet says so; 0 turns it off.")
+				"How long a pod may wait on a lifecycle hook before a LifecycleHookWaiting Warning event on its workload says so; 0 turns it off.")
 			fs.BoolVar(&o.ExcludePreparingDelete, "cloneset-scaling-exclude-preparing-delete", false,
 				"Leave PreparingDelete pods out of every CloneSet's replica count, so scaling up creates new pods instead of reviving them.")
 			fs.BoolVar(&o.CreatePodsNormal, "cloneset-create-pods-normal", false,

@@ -2,6 +2,8 @@ package revision
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -115,4 +117,17 @@ func NewFor(src Source, collisionCount *int32, number int64) (*appsv1.Controller
 	cr.Data.Raw = data
 	cr.Revision = number
 	return cr, nil
+}
+
+// TemplateOf reads the pod template a ControllerRevision stores.
+func TemplateOf(cr *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, error) {
+	var data struct {
+		Spec struct {
+			Template corev1.PodTemplateSpec `json:"template"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(cr.Data.Raw, &data); err != nil {
+		return nil, fmt.Errorf("revision %s: %w", cr.Name, err)
+	}
+	return &data.Spec.Template, nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/internal/protection"
@@ -235,6 +237,7 @@ func probe(t *testing.T) error {
 	cs := newCloneSet(ns, "probe", 2)
 	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
 	cs.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{claimTemplate("data", "1Gi")}
+	sts := newAdvancedStatefulSet(ns, "probe-sts", 1, appsv1.ParallelPodManagement)
 	csReady := func(replicas int32, image string) func(ctx context.Context) (bool, string, error) {
 		return func(ctx context.Context) (bool, string, error) {
 			got := &appsv1alpha1.CloneSet{}
@@ -281,6 +284,26 @@ func probe(t *testing.T) error {
 					return false, fmt.Sprintf("still broken (%v)", err), nil
 				}
 				err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(cs), &appsv1alpha1.CloneSet{})
+				return err == nil, fmt.Sprint(err), nil
+			})
+		},
+		func() error { return step("Advanced StatefulSet created", k8s.Create(ctx, sts)) },
+		func() error {
+			return within("Advanced StatefulSet scaled up, status written", 30*time.Second, func(ctx context.Context) (bool, string, error) {
+				got := &appsv1beta1.StatefulSet{}
+				err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(sts), got)
+				return err == nil && got.Status.ReadyReplicas == 1 && got.Status.UpdateRevision != "", fmt.Sprintf("%v %+v", err, got.Status), nil
+			})
+		},
+		func() error {
+			return step("StatefulSet CRD's conversion CA replaced", breakConversionCA(ctx, "statefulsets.apps.kruise.io"))
+		},
+		func() error {
+			return within("conversion CA mended, v1alpha1 StatefulSet served", 30*time.Second, func(ctx context.Context) (bool, string, error) {
+				if broken, err := conversionCABroken(ctx, "statefulsets.apps.kruise.io"); err != nil || broken {
+					return false, fmt.Sprintf("still broken (%v)", err), nil
+				}
+				err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(sts), &appsv1alpha1.StatefulSet{})
 				return err == nil, fmt.Sprint(err), nil
 			})
 		},

@@ -20,6 +20,7 @@ import (
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/internal/conversion"
 )
 
@@ -43,7 +44,7 @@ func serveConversion(ctx context.Context, c client.Client) (func(), error) {
 	srv := httptest.NewTLSServer(mux)
 	url := srv.URL + conversion.Path
 	cc := apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})}
-	for _, name := range []string{"clonesets.apps.kruise.io", "persistentpodstates.apps.kruise.io", "podunavailablebudgets.policy.kruise.io"} {
+	for _, name := range cluster.ConvertedCRDs {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {

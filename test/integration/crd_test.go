@@ -53,6 +53,13 @@ func TestCRDsAreInstalledWithTheirNamesAndSubresources(t *testing.T) {
 		},
 		{name: "persistentpodstates.apps.kruise.io", kind: "PersistentPodState", shortNames: []string{"pps"}},
 		{
+			name: "statefulsets.apps.kruise.io", kind: "StatefulSet", shortNames: []string{"sts", "asts"},
+			scale: &apiextensionsv1.CustomResourceSubresourceScale{
+				SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas", LabelSelectorPath: ptr.To(".status.labelSelector"),
+			},
+			columns: []string{"DESIRED", "CURRENT", "UPDATED", "READY", "AGE", "CONTAINERS", "IMAGES"},
+		},
+		{
 			name: "podunavailablebudgets.policy.kruise.io", kind: "PodUnavailableBudget", shortNames: []string{"pub"},
 			columns: []string{"Allowed", "Current", "Desired", "Total"},
 		},

@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
 // kubectl apply -k config/default works as it is: the API server accepts
@@ -93,7 +95,7 @@ func TestInstallManifestsAgree(t *testing.T) {
 			t.Errorf("a webhook calls %+v, not %s/lifeline-webhook", cc.Service, namespace)
 		}
 	}
-	for _, name := range []string{"clonesets.apps.kruise.io", "persistentpodstates.apps.kruise.io", "podunavailablebudgets.policy.kruise.io"} {
+	for _, name := range cluster.ConvertedCRDs {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		get("CustomResourceDefinition//"+name, crd)
 		c := crd.Spec.Conversion
@@ -114,7 +116,7 @@ func TestInstallManifestsAgree(t *testing.T) {
 	}
 	clusterRole := &rbacv1.ClusterRole{}
 	get("ClusterRole//lifeline-manager", clusterRole)
-	for _, name := range []string{mutating.Name, validating.Name, "clonesets.apps.kruise.io", "persistentpodstates.apps.kruise.io", "podunavailablebudgets.policy.kruise.io"} {
+	for _, name := range append([]string{mutating.Name, validating.Name}, cluster.ConvertedCRDs...) {
 		if !slices.ContainsFunc(clusterRole.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.ResourceNames, name) }) {
 			t.Errorf("the ClusterRole lets the manager patch no %s", name)
 		}

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/disruption"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 )
@@ -30,18 +29,8 @@ func (r *Reconciler) cloneSetsOf(ctx context.Context, obj client.Object) []recon
 // disruptions is the plan's disruption check: the budgets of the
 // CloneSet's namespace as read now; nil without budgets.
 func (r *Reconciler) disruptions(ctx context.Context, cs *appsv1alpha1.CloneSet, now time.Time) (disruption.Check, error) {
-	if r.Budgets == nil {
-		return nil, nil
-	}
-	list := &policyv1alpha1.PodUnavailableBudgetList{}
-	if err := r.List(ctx, list, client.InNamespace(cs.Namespace)); err != nil {
-		return nil, err
-	}
-	if len(list.Items) == 0 {
-		return nil, nil
-	}
 	owner := metav1.OwnerReference{APIVersion: appsv1alpha1.GroupVersion.String(), Kind: "CloneSet", Name: cs.Name, UID: cs.UID}
-	return budgetadmission.NewCheck(list.Items, owner, now), nil
+	return budgetadmission.ChecksFor(ctx, r.Budgets, r.Client, cs.Namespace, owner, now)
 }
 
 // budgetUser is who the budget's events and counters name for the

@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
@@ -15,22 +13,13 @@ import (
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
+	"github.com/lifeline-k8s/lifeline/internal/revision"
 )
 
 var cloneSetKind = appsv1alpha1.GroupVersion.WithKind("CloneSet")
 
 // templateOf reads the pod template stored in a ControllerRevision.
-func templateOf(cr *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, error) {
-	var data struct {
-		Spec struct {
-			Template corev1.PodTemplateSpec `json:"template"`
-		} `json:"spec"`
-	}
-	if err := json.Unmarshal(cr.Data.Raw, &data); err != nil {
-		return nil, fmt.Errorf("revision %s: %w", cr.Name, err)
-	}
-	return &data.Spec.Template, nil
-}
+var templateOf = revision.TemplateOf
 
 // pvcName is the name of an instance's claim from a volumeClaimTemplate.
 func pvcName(vct, cloneSet, id string) string { return vct + "-" + cloneSet + "-" + id }

@@ -241,6 +241,23 @@ type Check struct {
 	now     time.Time
 }
 
+// ChecksFor is the disruption check a workload controller's plan
+// consults: the budgets of the owner's namespace as read now; nil (allow
+// everything) without budgets or without a guard.
+func ChecksFor(ctx context.Context, g *Guard, reader client.Reader, namespace string, owner metav1.OwnerReference, now time.Time) (disruption.Check, error) {
+	if g == nil {
+		return nil, nil
+	}
+	list := &policyv1alpha1.PodUnavailableBudgetList{}
+	if err := reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	return NewCheck(list.Items, owner, now), nil
+}
+
 // NewCheck returns the check for the pods of owner, against budgets.
 func NewCheck(budgets []policyv1alpha1.PodUnavailableBudget, owner metav1.OwnerReference, now time.Time) *Check {
 	copies := make([]policyv1alpha1.PodUnavailableBudget, len(budgets))

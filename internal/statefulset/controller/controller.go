@@ -1,0 +1,189 @@
+// Package controller runs Advanced StatefulSets: it reads a snapshot of a
+// set, its pods, claims and revisions, asks the planner what to do, and
+// has the shared executor (podexec) carry the plan out with expectations,
+// so a stale cache or a restart never acts twice.
+package controller
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
+	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
+	"github.com/lifeline-k8s/lifeline/internal/podexec"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
+	"github.com/lifeline-k8s/lifeline/internal/requeue"
+	"github.com/lifeline-k8s/lifeline/internal/statefulset/planner"
+)
+
+// Options tune the controller.
+type Options struct {
+	// Workers is how many sets reconcile at once.
+	Workers int
+	// ExpectationTimeout bounds how long a write the cache never shows
+	// holds a set back (OpenKruise's update expectations never time out,
+	// and stall a set until its manager restarts).
+	ExpectationTimeout time.Duration
+	// HookWaitWarning is how long a pod may wait on a lifecycle hook
+	// before a Warning event on its set says so; 0 turns it off.
+	HookWaitWarning time.Duration
+	// StartOrdinal honours spec.ordinals.start (OpenKruise's
+	// StatefulSetStartOrdinal gate, off by default there).
+	StartOrdinal bool
+}
+
+// Reconciler reconciles Advanced StatefulSets.
+type Reconciler struct {
+	client.Client
+	// APIReader reads around the cache.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Clock     clock.Clock
+	Options   Options
+	// Budgets are the PodUnavailableBudgets a plan consults before it
+	// deletes a pod or updates it in place; nil: none.
+	Budgets *budgetadmission.Guard
+	// Pods lists each set's pods; nil: through the client.
+	Pods ownerindex.PodLister
+
+	exec *podexec.Executor
+}
+
+// +kubebuilder:rbac:groups=apps.kruise.io,resources=statefulsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps.kruise.io,resources=statefulsets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps.kruise.io,resources=statefulsets/finalizers,verbs=update
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Options.Workers == 0 {
+		r.Options.Workers = 3
+	}
+	if r.Options.ExpectationTimeout == 0 {
+		r.Options.ExpectationTimeout = 5 * time.Minute
+	}
+	if r.Pods == nil {
+		r.Pods = ownerindex.ListedPods{Reader: r.Client}
+	}
+	r.exec = &podexec.Executor{
+		Client: r.Client, Live: r.APIReader, Recorder: r.Recorder, Clock: r.Clock, Budgets: r.Budgets, BudgetUser: "statefulset-controller",
+		Expectations: podexec.NewExpectations(r.Options.ExpectationTimeout),
+		Metrics:      podexec.Metrics{Created: podsCreated, Deleted: podsDeleted, Failures: actionFailures, Stale: stalePatches, Durations: stateDuration},
+	}
+	// Pods are matched to their set by the owner's group and kind, so
+	// pods whose reference names apps.kruise.io/v1alpha1 are seen too.
+	owned := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1beta1.StatefulSet{}, handler.OnlyControllerOwner())
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("advanced-statefulset").
+		For(&appsv1beta1.StatefulSet{}).
+		Watches(&corev1.Pod{}, owned).
+		Watches(&appsv1.ControllerRevision{}, owned).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers, RateLimiter: requeue.RateLimiter()}).
+		Complete(r)
+}
+
+// Reconcile moves one set one step towards its spec: read a snapshot
+// (once the cache shows our own writes), write the planned revision,
+// write the status, plan and execute one step, and tidy up.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	c, wait, err := r.readSnapshot(ctx, req)
+	if c == nil || err != nil {
+		return wait, err
+	}
+	if err := r.revisionStore().Write(ctx, c.source, &c.revs); err != nil {
+		return ctrl.Result{}, err
+	}
+	c.useRevisions(r)
+	status := planner.Status(c.snap, &c.revs.CollisionCount, c.selector)
+	status.Conditions = append([]appsv1.StatefulSetCondition(nil), c.set.Status.Conditions...)
+	if c.set, err = r.writeStatus(ctx, c.set, status); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{Requeue: true}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	result, syncErr := r.sync(ctx, c, &status)
+	if c.set, err = r.writeStatus(ctx, c.set, status); err != nil {
+		return ctrl.Result{}, errors.Join(syncErr, err)
+	}
+	recordGauges(c.set, &status)
+	if err := r.revisionStore().Truncate(ctx, &c.revs, c.snap.Pods, historyLimit(c.set)); err != nil {
+		return ctrl.Result{}, errors.Join(syncErr, err)
+	}
+	stuck, next := podlife.WaitingOnHooks(c.snap.Pods, r.Options.HookWaitWarning, c.snap.Now)
+	if len(stuck) > 0 {
+		r.Recorder.Eventf(c.set, nil, corev1.EventTypeWarning, "LifecycleHookWaiting", "Wait", "%s", podlife.StuckMessage(stuck, r.Options.HookWaitWarning))
+	}
+	if next > 0 && (result.RequeueAfter == 0 || next+time.Second < result.RequeueAfter) {
+		result.RequeueAfter = next + time.Second
+	}
+	return result, syncErr
+}
+
+// staleRetry is when a set whose pod changed under a write is planned
+// again at the latest.
+const staleRetry = time.Second
+
+// sync plans and executes one step, and records what failed or waits in
+// the set's conditions.
+func (r *Reconciler) sync(ctx context.Context, c *cycle, status *appsv1beta1.StatefulSetStatus) (ctrl.Result, error) {
+	now := c.snap.Now
+	plan, err := planner.Compute(c.snap)
+	if err != nil {
+		r.Recorder.Eventf(c.set, nil, corev1.EventTypeWarning, "FailedPlan", "Plan", "%v", err)
+		setCondition(status, appsv1beta1.FailedUpdatePod, corev1.ConditionTrue, "FailedPlan", err.Error(), now)
+		return ctrl.Result{}, err
+	}
+	if len(plan.Held) > 0 {
+		r.Recorder.Eventf(c.set, nil, corev1.EventTypeWarning, "DisruptionNotAllowed", "Disrupt", "%s", podlife.HeldMessage(plan.Held))
+	}
+	setProgressing(status, c, plan, now)
+	var failures []error
+	stale := false
+	for _, err := range r.exec.Execute(ctx, workload{set: c.set, revs: &c.revs, templates: c.snap.Templates, now: now}, plan.Actions) {
+		var se *podexec.StaleError
+		if errors.As(err, &se) {
+			stale = true
+			log.FromContext(ctx).V(1).Info("pod changed since it was planned; planning again", "pod", se.Pod, "reason", se.Err.Error())
+			continue
+		}
+		failures = append(failures, err)
+	}
+	failed := appsv1beta1.FailedUpdatePod
+	if plan.Phase == planner.PhaseScale {
+		failed = appsv1beta1.FailedCreatePod
+	}
+	if err := errors.Join(failures...); err != nil {
+		setCondition(status, failed, corev1.ConditionTrue, "Failed"+string(plan.Phase), err.Error(), now)
+		return ctrl.Result{}, err
+	}
+	if len(plan.Actions) > 0 {
+		removeCondition(status, failed)
+	}
+	if stale {
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
+	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+}
+
+func historyLimit(set *appsv1beta1.StatefulSet) int {
+	if set.Spec.RevisionHistoryLimit != nil && *set.Spec.RevisionHistoryLimit >= 0 {
+		return int(*set.Spec.RevisionHistoryLimit)
+	}
+	return 10
+}

@@ -1,0 +1,136 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
+	"github.com/lifeline-k8s/lifeline/internal/revision"
+	"github.com/lifeline-k8s/lifeline/internal/statefulset/planner"
+)
+
+var kind = appsv1beta1.GroupVersion.WithKind("StatefulSet")
+
+// cycle is what one reconcile read.
+type cycle struct {
+	set      *appsv1beta1.StatefulSet
+	snap     planner.Snapshot
+	source   revision.Source
+	revs     revision.Revisions
+	selector string
+}
+
+func (r *Reconciler) revisionStore() revision.Store {
+	return revision.Store{Client: r.Client, Live: r.APIReader}
+}
+
+// readSnapshot reads what the planner needs. It returns no cycle, with
+// when to look again, while the cache does not show this controller's own
+// writes yet, and none for a set that is gone.
+func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle, ctrl.Result, error) {
+	set := &appsv1beta1.StatefulSet{}
+	if err := r.Get(ctx, req.NamespacedName, set); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.exec.Expectations.Forget(req.NamespacedName)
+			deleteGauges(req.Namespace, req.Name)
+		}
+		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	now := r.Clock.Now()
+	pods, err := r.Pods.OwnedPods(ctx, set.Namespace, string(set.UID))
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	if wait, err := r.waitForCache(ctx, set, pods, now); wait > 0 || err != nil {
+		return nil, ctrl.Result{RequeueAfter: wait}, err
+	}
+	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	claims, err := r.claims(ctx, set)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	existing, err := r.revisionStore().List(ctx, set.Namespace, string(set.UID))
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	src := revision.Source{Owner: set, Kind: kind, Template: &set.Spec.Template, Annotations: set.Annotations,
+		CurrentRevision: set.Status.CurrentRevision, CollisionCount: set.Status.CollisionCount}
+	revs, err := revision.Plan(src, existing)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	owner := metav1.OwnerReference{APIVersion: kind.GroupVersion().String(), Kind: kind.Kind, Name: set.Name, UID: set.UID}
+	disruptions, err := budgetadmission.ChecksFor(ctx, r.Budgets, r.Client, set.Namespace, owner, now)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	snap := planner.Snapshot{Set: set, Pods: pods, Claims: claims, StartOrdinal: r.Options.StartOrdinal, Disruptions: disruptions, Now: now}
+	return &cycle{set: set, snap: snap, source: src, revs: revs, selector: selector.String()}, ctrl.Result{}, nil
+}
+
+// useRevisions completes the snapshot once the planned revision write is
+// made.
+func (c *cycle) useRevisions(r *Reconciler) {
+	c.snap.UpdateRevision, c.snap.CurrentRevision = c.revs.Update.Name, c.revs.Current.Name
+	c.snap.Templates = map[string]*corev1.PodTemplateSpec{}
+	for _, cr := range append(c.revs.All, c.revs.Update) {
+		if t, err := revision.TemplateOf(cr); err == nil {
+			c.snap.Templates[cr.Name] = t
+		}
+	}
+}
+
+// claims are the claims of the set's volumeClaimTemplates, by name.
+func (r *Reconciler) claims(ctx context.Context, set *appsv1beta1.StatefulSet) (map[string]*corev1.PersistentVolumeClaim, error) {
+	if len(set.Spec.VolumeClaimTemplates) == 0 {
+		return nil, nil
+	}
+	list := &corev1.PersistentVolumeClaimList{}
+	if err := r.List(ctx, list, client.InNamespace(set.Namespace), client.MatchingLabels(set.Spec.Selector.MatchLabels)); err != nil {
+		return nil, err
+	}
+	out := map[string]*corev1.PersistentVolumeClaim{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// waitForCache says how long to wait before planning while the cache does
+// not show this controller's own writes to the set's pods yet: 0 once it
+// does. A write it never shows stops counting after ExpectationTimeout.
+func (r *Reconciler) waitForCache(ctx context.Context, set *appsv1beta1.StatefulSet, pods []*corev1.Pod, now time.Time) (time.Duration, error) {
+	lookup := func(name string) (types.UID, bool, error) {
+		pod := &corev1.Pod{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: set.Namespace, Name: name}, pod)
+		if apierrors.IsNotFound(err) {
+			return "", false, nil
+		}
+		return pod.UID, err == nil, err
+	}
+	ok, waiting, expired, err := r.exec.Expectations.Satisfied(client.ObjectKeyFromObject(set), pods, lookup, now)
+	if err != nil {
+		return 0, err
+	}
+	if expired > 0 {
+		expectationsExpired.WithLabelValues(set.Namespace, set.Name).Add(float64(expired))
+		log.FromContext(ctx).Info("dropped expectations the cache never met", "count", expired)
+	}
+	if !ok {
+		log.FromContext(ctx).V(1).Info("waiting for the cache", "for", waiting)
+		return 5 * time.Second, nil
+	}
+	return 0, nil
+}

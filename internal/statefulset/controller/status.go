@@ -1,0 +1,80 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	"github.com/lifeline-k8s/lifeline/internal/statefulset/planner"
+	"github.com/lifeline-k8s/lifeline/internal/workloadref"
+)
+
+// Progressing is the condition that says whether a set's rollout moves
+// and, when it does not, why. OpenKruise writes none; users ask why a
+// rollout is stuck.
+const Progressing appsv1.StatefulSetConditionType = "Progressing"
+
+// writeStatus writes the status if it changed, conditional on the version
+// read, and returns the set as stored.
+func (r *Reconciler) writeStatus(ctx context.Context, set *appsv1beta1.StatefulSet, status appsv1beta1.StatefulSetStatus) (*appsv1beta1.StatefulSet, error) {
+	if apiequality.Semantic.DeepEqual(set.Status, status) {
+		return set, nil
+	}
+	updated := set.DeepCopy()
+	updated.Status = status
+	if err := r.Status().Update(ctx, updated); err != nil {
+		return set, err
+	}
+	return updated, nil
+}
+
+// setProgressing says whether the rollout moves: False with the reason it
+// waits (a hook, the budget, an unavailable pod, a paused rollout), True
+// while it moves, True with reason Complete once every pod is updated and
+// Ready.
+func setProgressing(status *appsv1beta1.StatefulSetStatus, c *cycle, plan planner.Plan, now time.Time) {
+	replicas := workloadref.Replicas(c.set.Spec.Replicas)
+	switch {
+	case plan.Waiting != "" && len(plan.Actions) == 0:
+		setCondition(status, Progressing, corev1.ConditionFalse, "Waiting", plan.Waiting, now)
+	case status.UpdatedReplicas == replicas && status.ReadyReplicas == replicas && status.Replicas == replicas:
+		setCondition(status, Progressing, corev1.ConditionTrue, "Complete", "every pod is at the update revision and Ready", now)
+	default:
+		setCondition(status, Progressing, corev1.ConditionTrue, "Progressing", "", now)
+	}
+}
+
+// setCondition sets a condition, keeping its transition time unless its
+// status changes.
+func setCondition(status *appsv1beta1.StatefulSetStatus, t appsv1.StatefulSetConditionType, s corev1.ConditionStatus, reason, message string, now time.Time) {
+	for i := range status.Conditions {
+		c := &status.Conditions[i]
+		if c.Type != t {
+			continue
+		}
+		if c.Status != s {
+			c.LastTransitionTime = metav1.NewTime(now)
+		}
+		c.Status, c.Reason, c.Message = s, reason, message
+		return
+	}
+	status.Conditions = append(status.Conditions, appsv1.StatefulSetCondition{Type: t, Status: s, Reason: reason, Message: message, LastTransitionTime: metav1.NewTime(now)})
+}
+
+func removeCondition(status *appsv1beta1.StatefulSetStatus, t appsv1.StatefulSetConditionType) {
+	out := status.Conditions[:0]
+	for _, c := range status.Conditions {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	status.Conditions = out
+	if len(out) == 0 {
+		status.Conditions = nil
+	}
+}

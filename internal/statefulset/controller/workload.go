@@ -1,0 +1,128 @@
+package controller
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	"github.com/lifeline-k8s/lifeline/internal/podexec"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
+	"github.com/lifeline-k8s/lifeline/internal/revision"
+	"github.com/lifeline-k8s/lifeline/internal/statefulset/planner"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
+)
+
+// The identity labels a set's pods carry, as a StatefulSet's.
+const (
+	PodNameLabel  = "statefulset.kubernetes.io/pod-name"
+	PodIndexLabel = "apps.kubernetes.io/pod-index"
+)
+
+// workload is a set as the shared executor needs it: the object its
+// events are about, and how it makes the pod (and claims) of an ordinal.
+type workload struct {
+	set       *appsv1beta1.StatefulSet
+	revs      *revision.Revisions
+	templates map[string]*corev1.PodTemplateSpec
+	now       time.Time
+}
+
+var _ podexec.Workload = workload{}
+
+func (w workload) Object() client.Object { return w.set }
+
+func (w workload) NewPod(a podlife.CreatePod) (*corev1.Pod, []*corev1.PersistentVolumeClaim, error) {
+	ord, err := strconv.Atoi(a.InstanceID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("ordinal %q: %w", a.InstanceID, err)
+	}
+	tmpl := w.templates[a.Revision]
+	if tmpl == nil {
+		return nil, nil, fmt.Errorf("no template for revision %s", a.Revision)
+	}
+	return NewPod(w.set, tmpl, a.Revision, ord, a.State, w.now), NewClaims(w.set, ord), nil
+}
+
+// NewPod builds the set's pod at ordinal ord from a revision's template:
+// named <set>-<ord>, owned by the set, with its identity (hostname,
+// subdomain, pod-name and pod-index labels), its revision and lifecycle
+// state, and one volume per claim template pointing at the ordinal's
+// claim, in place of a template volume of the same name.
+func NewPod(set *appsv1beta1.StatefulSet, tmpl *corev1.PodTemplateSpec, rev string, ord int, state pub.LifecycleStateType, now time.Time) *corev1.Pod {
+	name := planner.PodName(set.Name, ord)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: set.Namespace, Name: name,
+			Labels: map[string]string{}, Annotations: map[string]string{},
+			Finalizers:      append([]string(nil), tmpl.Finalizers...),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, kind)},
+		},
+		Spec: *tmpl.Spec.DeepCopy(),
+	}
+	for k, v := range tmpl.Labels {
+		pod.Labels[k] = v
+	}
+	for k, v := range tmpl.Annotations {
+		pod.Annotations[k] = v
+	}
+	pod.Labels[PodNameLabel] = name
+	pod.Labels[PodIndexLabel] = strconv.Itoa(ord)
+	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = rev
+	pod.Labels[pub.LifecycleStateKey] = string(state)
+	pod.Annotations[pub.LifecycleTimestampKey] = podlife.Timestamp(now)
+	pod.Spec.Hostname, pod.Spec.Subdomain = name, set.Spec.ServiceName
+	if podlife.MarksPodNotReady(set.Spec.Lifecycle) && !podfacts.HasReadinessGate(pod, pub.KruisePodReadyConditionType) {
+		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType})
+	}
+	if len(set.Spec.VolumeClaimTemplates) > 0 {
+		claimed := map[string]bool{}
+		var volumes []corev1.Volume
+		for _, vct := range set.Spec.VolumeClaimTemplates {
+			claimed[vct.Name] = true
+			volumes = append(volumes, corev1.Volume{Name: vct.Name, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: planner.ClaimName(vct.Name, set.Name, ord)},
+			}})
+		}
+		for _, v := range pod.Spec.Volumes {
+			if !claimed[v.Name] {
+				volumes = append(volumes, v)
+			}
+		}
+		pod.Spec.Volumes = volumes
+	}
+	return pod
+}
+
+// NewClaims builds the claims of ordinal ord from the claim templates:
+// labelled with the template's labels and the selector's matchLabels.
+// With whenDeleted: Delete they are owned by the set, so they go with it;
+// otherwise nothing owns them and they stay, as a StatefulSet's do.
+func NewClaims(set *appsv1beta1.StatefulSet, ord int) []*corev1.PersistentVolumeClaim {
+	var out []*corev1.PersistentVolumeClaim
+	for _, vct := range set.Spec.VolumeClaimTemplates {
+		pvc := vct.DeepCopy()
+		pvc.Name = planner.ClaimName(vct.Name, set.Name, ord)
+		pvc.Namespace = set.Namespace
+		pvc.ResourceVersion, pvc.UID = "", ""
+		if pvc.Labels == nil {
+			pvc.Labels = map[string]string{}
+		}
+		if set.Spec.Selector != nil {
+			for k, v := range set.Spec.Selector.MatchLabels {
+				pvc.Labels[k] = v
+			}
+		}
+		if rp := set.Spec.PersistentVolumeClaimRetentionPolicy; rp != nil && rp.WhenDeleted == appsv1beta1.DeletePersistentVolumeClaimRetentionPolicyType {
+			pvc.OwnerReferences = append(pvc.OwnerReferences, metav1.OwnerReference{APIVersion: kind.GroupVersion().String(), Kind: kind.Kind, Name: set.Name, UID: set.UID})
+		}
+		out = append(out, pvc)
+	}
+	return out
+}
