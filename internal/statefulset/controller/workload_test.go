@@ -16,8 +16,8 @@ func TestNewPodAndClaims(t *testing.T) {
 	set := &appsv1beta1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "uid-1"},
 		Spec: appsv1beta1.StatefulSetSpec{
-			ServiceName: "db-headless",
-			Selector:    &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			ServiceName:          "db-headless",
+			Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: map[string]string{"tier": "disk", "app": "other"}}}},
 			Lifecycle:            &pub.Lifecycle{PreDelete: &pub.LifecycleHook{FinalizersHandler: []string{"example.com/drain"}, MarkPodNotReady: true}},
 			PersistentVolumeClaimRetentionPolicy: &appsv1beta1.StatefulSetPersistentVolumeClaimRetentionPolicy{
