@@ -144,6 +144,8 @@ func HubOf(obj runtime.Object) client.Object {
 		return &appsv1beta1.PersistentPodState{}
 	case *policyv1alpha1.PodUnavailableBudget:
 		return &policyv1beta1.PodUnavailableBudget{}
+	case *appsv1alpha1.StatefulSet:
+		return &appsv1beta1.StatefulSet{}
 	}
 	return nil
 }
@@ -171,6 +173,13 @@ func listHub(ctx context.Context, r client.Reader, list client.ObjectList, opts 
 		}
 		l.ListMeta = hub.ListMeta
 		return items(hub.Items, &l.Items, PodUnavailableBudgetFromHub)
+	case *appsv1alpha1.StatefulSetList:
+		hub := &appsv1beta1.StatefulSetList{}
+		if err := r.List(ctx, hub, opts...); err != nil {
+			return err
+		}
+		l.ListMeta = hub.ListMeta
+		return items(hub.Items, &l.Items, StatefulSetFromHub)
 	}
 	return r.List(ctx, list, opts...)
 }
