@@ -85,7 +85,7 @@ func Compute(s Snapshot) (Plan, error) {
 	if s.Set.DeletionTimestamp != nil {
 		return p, nil
 	}
-	scaled := scale(s, v, &p)
+	scaled, blocked := scale(s, v, &p)
 	if actions := p.allowed(s, scaled); len(actions) > 0 || len(p.Held) > 0 {
 		p.Phase, p.Actions = PhaseScale, v.life.WithInitPodReady(v.active, actions)
 		return p, nil
@@ -99,7 +99,7 @@ func Compute(s Snapshot) (Plan, error) {
 		return p, nil
 	}
 	p.Phase = PhaseUpdate
-	if p.Waiting == "" {
+	if !blocked {
 		actions, err = update(s, v, &p)
 	}
 	p.Actions = v.life.WithInitPodReady(v.active, p.allowed(s, actions))

@@ -21,13 +21,15 @@ import (
 // the condemned ones. OrderedReady goes one ordinal at a time, each only
 // once every lower one is available; Parallel creates every missing pod at
 // once, within scaleStrategy.maxUnavailable when it is set.
-func scale(s Snapshot, v *view, p *Plan) []podlife.Action {
+//
+// blocked says an OrderedReady set stopped at an ordinal that is not
+// ready to move on: no update goes past it either.
+func scale(s Snapshot, v *view, p *Plan) (actions []podlife.Action, blocked bool) {
 	mono := Monotonic(s.Set)
 	budget := scaleBudget(s.Set)
 	used := 0
 	spent := func() bool { used++; return budget > 0 && used >= budget }
 	pick := newRevisionPicker(v)
-	var actions []podlife.Action
 replicas:
 	for _, ord := range v.ords.Each() {
 		pod := v.slots[ord]
@@ -37,7 +39,7 @@ replicas:
 			actions = append(actions, podlife.CreatePod{InstanceID: strconv.Itoa(ord), Revision: pick.forNew(ord), State: v.newState(),
 				Reason: fmt.Sprintf("ordinal %d has no pod", ord)})
 			if mono {
-				return actions
+				return actions, true
 			}
 			if spent() {
 				break replicas
@@ -49,7 +51,7 @@ replicas:
 				}
 			}
 			if mono {
-				return actions
+				return actions, true
 			}
 			if spent() {
 				break replicas
@@ -63,12 +65,12 @@ replicas:
 				actions = append(actions, a)
 			}
 			if mono {
-				return actions
+				return actions, true
 			}
 		case pod.DeletionTimestamp != nil:
 			if mono {
 				p.Waiting = fmt.Sprintf("pod %s is terminating", name)
-				return actions
+				return actions, true
 			}
 			if spent() {
 				break replicas
@@ -77,13 +79,13 @@ replicas:
 			if a := v.revive(pod); a != nil {
 				actions = append(actions, a)
 				if mono {
-					return actions
+					return actions, true
 				}
 			}
 			if (mono || budget > 0) && !v.available(pod) {
 				if mono {
 					p.Waiting = fmt.Sprintf("pod %s is not available (%s)", name, unavailableWhy(pod))
-					return actions
+					return actions, true
 				}
 				if spent() {
 					break replicas
@@ -91,7 +93,8 @@ replicas:
 			}
 		}
 	}
-	return append(actions, v.condemn(mono, p)...)
+	condemned, waiting := v.condemn(mono, p)
+	return append(actions, condemned...), waiting
 }
 
 // condemn deletes the pods out of range, through their preDelete hook.
@@ -101,19 +104,19 @@ replicas:
 // pods for good (the higher one waited for the lower one's health, which
 // the hook had taken away). Here the held pod waits for its operator and
 // the next one follows it.
-func (v *view) condemn(mono bool, p *Plan) []podlife.Action {
+func (v *view) condemn(mono bool, p *Plan) ([]podlife.Action, bool) {
 	var actions []podlife.Action
 	for i, pod := range v.condemned {
 		if pod.DeletionTimestamp != nil {
 			if mono {
 				p.Waiting = fmt.Sprintf("pod %s is terminating", pod.Name)
-				return actions
+				return actions, true
 			}
 			continue
 		}
 		if mono && !Healthy(pod) && podfacts.State(pod) != pub.LifecycleStatePreparingDelete && !v.lowestUnhealthy(v.condemned[i:], pod) {
 			p.Waiting = fmt.Sprintf("pod %s is not healthy; a lower condemned pod goes first", pod.Name)
-			return actions
+			return actions, true
 		}
 		ord, _ := Ordinal(v.s.Set.Name, pod.Name)
 		why := fmt.Sprintf("ordinal %d is out of range", ord)
@@ -128,10 +131,10 @@ func (v *view) condemn(mono bool, p *Plan) []podlife.Action {
 			actions = append(actions, a)
 		}
 		if mono {
-			return actions
+			return actions, true
 		}
 	}
-	return actions
+	return actions, false
 }
 
 // heldForReplacement: a live pod in PreparingDelete marked
