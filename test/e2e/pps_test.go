@@ -242,7 +242,7 @@ func TestPersistentPodStateValidation(t *testing.T) {
 	if err := k8s.Create(ctx, none); err == nil || !strings.Contains(err.Error(), "TopologyConstraint and TopologyPreference cannot be empty at the same time") {
 		t.Errorf("no topology: %v", err)
 	}
-	for _, c := range []struct{ name, apiVersion, reason string }{{"later", "apps/v1", "NotFound"}, {"advanced", "apps.kruise.io/v1beta1", "KindNotServed"}} {
+	for _, c := range []struct{ name, apiVersion, reason string }{{"later", "apps/v1", "NotFound"}, {"advanced", "apps.kruise.io/v1beta1", "NotFound"}} {
 		pps := &appsv1alpha1.PersistentPodState{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.name}, Spec: appsv1alpha1.PersistentPodStateSpec{
 			TargetReference:            appsv1alpha1.TargetReference{APIVersion: c.apiVersion, Kind: "StatefulSet", Name: c.name},
 			RequiredPersistentTopology: &appsv1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{corev1.LabelTopologyZone}}}}

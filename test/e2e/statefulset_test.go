@@ -330,3 +330,31 @@ func stsPodNames(t *testing.T, ns string) []string {
 	sort.Strings(names)
 	return names
 }
+
+// TestPersistentPodStateOverAdvancedStatefulSet: a PersistentPodState
+// targets an Advanced StatefulSet as it does a native one: its Ready pods
+// are recorded (the reserved ordinal has none), the target is Ready, and a
+// pod deleted comes back in its recorded zone.
+func TestPersistentPodStateOverAdvancedStatefulSet(t *testing.T) {
+	ns := newNamespace(t)
+	set := newAdvancedStatefulSet(ns, "db", 3, appsv1.ParallelPodManagement)
+	set.Spec.ReserveOrdinals = []intstr.IntOrString{intstr.FromInt32(1)}
+	set.Spec.UpdateStrategy.RollingUpdate = &appsv1beta1.RollingUpdateStatefulSetStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))}
+	if err := k8s.Create(context.Background(), set); err != nil {
+		t.Fatal(err)
+	}
+	create(t, &appsv1alpha1.PersistentPodState{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, Spec: appsv1alpha1.PersistentPodStateSpec{
+		TargetReference:            appsv1alpha1.TargetReference{APIVersion: "apps.kruise.io/v1beta1", Kind: "StatefulSet", Name: "db"},
+		RequiredPersistentTopology: &appsv1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{corev1.LabelTopologyZone}}}})
+	pods := []string{"db-0", "db-2", "db-3"}
+	pps := waitRecords(t, ns, "db", pods...)
+	if c := findCondition(pps.Status.Conditions, "TargetReady"); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("TargetReady %+v", c)
+	}
+	for name, pod := range rebuild(t, ns, []string{"db-2"}) {
+		zone := pps.Status.PodStates[name].NodeTopologyLabels[corev1.LabelTopologyZone]
+		if zone == "" || pod.Spec.NodeSelector[corev1.LabelTopologyZone] != zone || nodeZone(t, pod.Spec.NodeName) != zone {
+			t.Errorf("%s came back on %s (zone %s) with selector %v, recorded zone %s", name, pod.Spec.NodeName, nodeZone(t, pod.Spec.NodeName), pod.Spec.NodeSelector, zone)
+		}
+	}
+}

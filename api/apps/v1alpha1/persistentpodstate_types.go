@@ -96,7 +96,7 @@ type PersistentPodStateStatus struct {
 	PodStates map[string]PodState `json:"podStates,omitempty"`
 
 	// Conditions say why nothing is recorded when the target cannot be
-	// followed (TargetReady False: NotFound, KindNotServed). Lifeline's
+	// followed (TargetReady False: NotFound). Lifeline's
 	// addition; OpenKruise's status has none.
 	// +optional
 	// +listType=map

@@ -45,8 +45,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
 // ConditionTargetReady says whether the target can be followed: False
-// with reason NotFound (it does not exist yet; records wait) or
-// KindNotServed (an Advanced StatefulSet, which Lifeline does not run).
+// with reason NotFound (it does not exist yet; records wait).
 const ConditionTargetReady = "TargetReady"
 
 // resync rereads a PersistentPodState whose target Lifeline does not
@@ -81,14 +80,22 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		// A StatefulSet matters when it comes, goes or scales; its status
 		// writes (one per pod that becomes ready) do not.
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.statesOf), builder.WithPredicates(scaledOrDeleted)).
+		Watches(&appsv1beta1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.statesOf), builder.WithPredicates(scaledOrDeleted)).
 		Named("persistentpodstate").
 		WithOptions(controller.Options{RateLimiter: requeue.RateLimiter()}).
 		Complete(r)
 }
 
-// scaledOrDeleted passes a StatefulSet's creation and deletion, and an
-// update of its replicas or its deletion timestamp.
+// scaledOrDeleted passes a StatefulSet's (native or Advanced) creation and
+// deletion, and an update of its replicas, its reserved ordinals or its
+// deletion timestamp.
 var scaledOrDeleted = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	if old, ok := e.ObjectOld.(*appsv1beta1.StatefulSet); ok {
+		sts, ok := e.ObjectNew.(*appsv1beta1.StatefulSet)
+		return !ok || !apiequality.Semantic.DeepEqual(old.Spec.Replicas, sts.Spec.Replicas) ||
+			!apiequality.Semantic.DeepEqual(old.Spec.ReserveOrdinals, sts.Spec.ReserveOrdinals) ||
+			(old.DeletionTimestamp == nil) != (sts.DeletionTimestamp == nil)
+	}
 	old, ok1 := e.ObjectOld.(*appsv1.StatefulSet)
 	sts, ok2 := e.ObjectNew.(*appsv1.StatefulSet)
 	return !ok1 || !ok2 || !apiequality.Semantic.DeepEqual(old.Spec.Replicas, sts.Spec.Replicas) ||
@@ -129,6 +136,8 @@ func (r *Reconciler) statesOf(ctx context.Context, obj client.Object) []reconcil
 		}
 		gv, _ := schema.ParseGroupVersion(owner.APIVersion)
 		gk, name = gv.WithKind(owner.Kind).GroupKind(), owner.Name
+	} else if _, advanced := obj.(*appsv1beta1.StatefulSet); advanced {
+		gk, name = appsv1beta1.GroupVersion.WithKind("StatefulSet").GroupKind(), obj.GetName()
 	} else {
 		gk, name = schema.GroupKind{Group: appsv1.GroupName, Kind: "StatefulSet"}, obj.GetName()
 	}
@@ -158,17 +167,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	gk := gv.WithKind(t.Kind).GroupKind()
 	status := pps.Status.DeepCopy()
-	if workloads.IsAdvanced(gk) {
-		status.ObservedGeneration = pps.Generation
-		setCondition(status, pps.Generation, metav1.ConditionFalse, "KindNotServed",
-			"Lifeline does not serve OpenKruise's Advanced StatefulSet (apps.kruise.io StatefulSet); nothing is recorded until it does")
-		return reconcile.Result{}, r.write(ctx, pps, status)
-	}
 	w, err := workloads.Resolve(ctx, r.Client, r.Live, pps.Namespace, t)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	snapshot := state.Snapshot{Spec: pps.Spec, Status: pps.Status, Generation: pps.Generation, WorkloadGone: w.Gone, Replicas: w.Replicas}
+	snapshot := state.Snapshot{Spec: pps.Spec, Status: pps.Status, Generation: pps.Generation, WorkloadGone: w.Gone, Replicas: w.Replicas, Reserved: w.Reserved}
 	if !w.Gone {
 		if snapshot.Pods, snapshot.Nodes, err = r.podsAndNodes(ctx, pps.Namespace, w.UID); err != nil {
 			return reconcile.Result{}, err

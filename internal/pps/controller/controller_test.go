@@ -12,12 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 	"github.com/lifeline-k8s/lifeline/internal/pps/workloads"
 )
@@ -48,6 +50,7 @@ func reconcileOnce(t *testing.T, objs ...client.Object) *appsv1alpha1.Persistent
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = appsv1alpha1.AddToScheme(scheme)
+	_ = appsv1beta1.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithStatusSubresource(&appsv1alpha1.PersistentPodState{}).
 		WithIndex(&corev1.Pod{}, ownerindex.Field, ownerindex.ControllerUID).Build()
@@ -83,16 +86,27 @@ func TestRecordsOnlyTheTargetsReadyPods(t *testing.T) {
 	}
 }
 
-func TestAMissingTargetWaitsAndAnAdvancedStatefulSetIsNotServed(t *testing.T) {
+func TestAMissingTargetWaits(t *testing.T) {
 	missing := reconcileOnce(t, newState("apps/v1"))
 	if c := meta.FindStatusCondition(missing.Status.Conditions, ConditionTargetReady); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "NotFound" {
 		t.Errorf("missing target: condition %+v, want False NotFound", c)
 	}
-	advanced := reconcileOnce(t, newState("apps.kruise.io/v1beta1"))
-	if c := meta.FindStatusCondition(advanced.Status.Conditions, ConditionTargetReady); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "KindNotServed" {
-		t.Errorf("Advanced StatefulSet: condition %+v, want False KindNotServed", c)
+}
+
+// An Advanced StatefulSet is followed as a native one is, its reserved
+// ordinals skipped: replicas 3 with 1 reserved are ordinals 0, 2 and 3,
+// so a record of db-1 goes.
+func TestAdvancedStatefulSetTargetSkipsReservedOrdinals(t *testing.T) {
+	sts := &appsv1beta1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db", UID: "asts-uid"},
+		Spec: appsv1beta1.StatefulSetSpec{Replicas: ptr.To[int32](3), ReserveOrdinals: []intstr.IntOrString{intstr.FromInt32(1)}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a"}}}
+	state := newState("apps.kruise.io/v1beta1")
+	state.Status.PodStates = map[string]appsv1alpha1.PodState{"db-1": {NodeName: "n0"}}
+	got := reconcileOnce(t, state, sts, node, readyPod("db-0", "asts-uid", "n1"), readyPod("db-3", "asts-uid", "n1"))
+	if _, ok := got.Status.PodStates["db-1"]; ok || len(got.Status.PodStates) != 2 || got.Status.PodStates["db-3"].NodeName != "n1" {
+		t.Errorf("records %v, want db-0 and db-3 (db-1 is reserved)", got.Status.PodStates)
 	}
-	if len(advanced.Status.PodStates) != 0 {
-		t.Errorf("Advanced StatefulSet: records %v", advanced.Status.PodStates)
+	if c := meta.FindStatusCondition(got.Status.Conditions, ConditionTargetReady); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "Found" {
+		t.Errorf("condition %+v, want True Found", c)
 	}
 }

@@ -22,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	statefulsetplanner "github.com/lifeline-k8s/lifeline/internal/statefulset/planner"
 )
 
 // WhitelistKey is the ConfigMap key listing StatefulSet-like kinds.
@@ -40,8 +42,7 @@ func IsStatefulSet(gk schema.GroupKind) bool {
 	return gk.Kind == "StatefulSet" && (gk.Group == appsv1.GroupName || gk.Group == appsv1alpha1.GroupVersion.Group)
 }
 
-// IsAdvanced reports OpenKruise's Advanced StatefulSet, which Lifeline does
-// not serve.
+// IsAdvanced reports OpenKruise's Advanced StatefulSet.
 func IsAdvanced(gk schema.GroupKind) bool {
 	return gk.Kind == "StatefulSet" && gk.Group == appsv1alpha1.GroupVersion.Group
 }
@@ -115,11 +116,15 @@ type Workload struct {
 	// Gone: not found, or being deleted.
 	Gone     bool
 	Replicas int32
+	// Reserved are the ordinals the workload skips (an Advanced
+	// StatefulSet's reserveOrdinals).
+	Reserved map[int]bool
 }
 
 // Resolve reads the target of a PersistentPodState in namespace: a
-// StatefulSet from cached, any other kind from live (a whitelisted kind is
-// read rarely enough not to deserve an informer of its own).
+// StatefulSet, native or Advanced, from cached, any other kind from live (a
+// whitelisted kind is read rarely enough not to deserve an informer of its
+// own).
 func Resolve(ctx context.Context, cached, live client.Reader, namespace string, t appsv1alpha1.TargetReference) (Workload, error) {
 	gv, err := schema.ParseGroupVersion(t.APIVersion)
 	if err != nil {
@@ -132,6 +137,17 @@ func Resolve(ctx context.Context, cached, live client.Reader, namespace string, 
 			return Workload{Gone: true}, client.IgnoreNotFound(err)
 		}
 		return Workload{UID: sts.UID, Gone: sts.DeletionTimestamp != nil, Replicas: workloadref.Replicas(sts.Spec.Replicas)}, nil
+	}
+	if IsAdvanced(gv.WithKind(t.Kind).GroupKind()) {
+		sts := &appsv1beta1.StatefulSet{}
+		if err := cached.Get(ctx, key, sts); err != nil {
+			return Workload{Gone: true}, client.IgnoreNotFound(err)
+		}
+		reserved := map[int]bool{}
+		for ord := range statefulsetplanner.ReservedOrdinals(sts.Spec.ReserveOrdinals) {
+			reserved[ord] = true
+		}
+		return Workload{UID: sts.UID, Gone: sts.DeletionTimestamp != nil, Replicas: workloadref.Replicas(sts.Spec.Replicas), Reserved: reserved}, nil
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gv.WithKind(t.Kind))
