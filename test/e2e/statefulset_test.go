@@ -358,3 +358,65 @@ func TestPersistentPodStateOverAdvancedStatefulSet(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvancedStatefulSetUpdatesInPlace: with InPlaceIfPossible (and the
+// InPlaceUpdateReady gate the template must declare), an image change
+// keeps every pod: same UID, new image, Ready again, one at a time from
+// the highest ordinal under an inPlaceUpdate hook the test releases.
+func TestAdvancedStatefulSetUpdatesInPlace(t *testing.T) {
+	ns := newNamespace(t)
+	const hook = "example.com/serving"
+	set := newAdvancedStatefulSet(ns, "db", 2, appsv1.OrderedReadyPodManagement)
+	set.Spec.Template.Labels[hook] = "true"
+	set.Spec.Template.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}
+	set.Spec.UpdateStrategy.RollingUpdate = &appsv1beta1.RollingUpdateStatefulSetStrategy{PodUpdatePolicy: appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType}
+	set.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{hook: "true"}}}
+	if err := k8s.Create(context.Background(), set); err != nil {
+		t.Fatal(err)
+	}
+	waitAdvancedStatefulSet(t, set, "2 pods Ready", stsSettled(2))
+	uids := map[string]string{}
+	for _, name := range []string{"db-0", "db-1"} {
+		pod, err := client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		uids[name] = string(pod.UID)
+	}
+	updateAdvancedStatefulSet(t, set, func(s *appsv1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = "db:2" })
+	for _, name := range []string{"db-1", "db-0"} {
+		eventually(t, time.Minute, name+" held in PreparingUpdate", func(ctx context.Context) (bool, string, error) {
+			pod, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return pod.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingUpdate), fmt.Sprint(pod.Labels), nil
+		})
+		patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, hook))
+		if _, err := client.CoreV1().Pods(ns).Patch(context.Background(), name, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, time.Minute, name+" updated and waiting in Updated for its handler", func(ctx context.Context) (bool, string, error) {
+			pod, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return pod.Spec.Containers[0].Image == "db:2" && pod.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStateUpdated),
+				fmt.Sprint(pod.Labels, pod.Spec.Containers[0].Image), nil
+		})
+		patch = []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, hook))
+		if _, err := client.CoreV1().Pods(ns).Patch(context.Background(), name, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitAdvancedStatefulSet(t, set, "the in-place update finished", stsSettled(2))
+	for name, uid := range uids {
+		pod, err := client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(pod.UID) != uid || pod.Spec.Containers[0].Image != "db:2" || pod.Labels[pub.LifecycleStateKey] != "Normal" {
+			t.Errorf("%s: uid %s (was %s), image %s, state %s", name, pod.UID, uid, pod.Spec.Containers[0].Image, pod.Labels[pub.LifecycleStateKey])
+		}
+	}
+}

@@ -24,10 +24,11 @@ import (
 var GateStatusTarget = podadmission.Target{SubResource: "status", Operation: admissionv1.Update}
 
 // GateStatusConditions send the pod status webhook only the reports of a
-// CloneSet's pods that carry the InPlaceUpdateReady gate without its
-// condition: about one per pod in its life, none of any other pod.
+// CloneSet's or an Advanced StatefulSet's pods that carry the
+// InPlaceUpdateReady gate without its condition: about one per pod in its
+// life, none of any other pod.
 var GateStatusConditions = []podadmission.MatchCondition{
-	{Name: "cloneset-pod", Expression: "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, r.kind == 'CloneSet' && r.apiVersion.startsWith('apps.kruise.io/') && has(r.controller) && r.controller)"},
+	{Name: "cloneset-pod", Expression: "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, (r.kind == 'CloneSet' || r.kind == 'StatefulSet') && r.apiVersion.startsWith('apps.kruise.io/') && has(r.controller) && r.controller)"},
 	{Name: "gate-without-condition", Expression: "has(object.spec.readinessGates) && object.spec.readinessGates.exists(g, g.conditionType == 'InPlaceUpdateReady') && " +
 		"!(has(object.status.conditions) && object.status.conditions.exists(c, c.type == 'InPlaceUpdateReady'))"},
 }
@@ -40,7 +41,7 @@ var gateOpens = prometheus.NewCounter(prometheus.CounterOpts{
 func init() { metrics.Registry.MustRegister(gateOpens) }
 
 // NewGateMutator returns the pod admission feature that sets a new CloneSet
-// pod's InPlaceUpdateReady condition True in its kubelet's first report,
+// or Advanced StatefulSet pod's InPlaceUpdateReady condition True in its kubelet's first report,
 // instead of a controller write of its own. It fails open: a report it
 // does not answer leaves the condition to the controller
 // (podlife.WithInitPodReady), one write later.
@@ -62,7 +63,7 @@ func (m *gateMutator) Mutate(_ context.Context, req admission.Request, raw []byt
 		return nil, err
 	}
 	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "CloneSet" || !strings.HasPrefix(ref.APIVersion, appsv1alpha1.GroupVersion.Group+"/") ||
+	if ref == nil || (ref.Kind != "CloneSet" && ref.Kind != "StatefulSet") || !strings.HasPrefix(ref.APIVersion, appsv1alpha1.GroupVersion.Group+"/") ||
 		!podlife.InPlaceGateOpensInStatus(pod) {
 		return raw, nil
 	}

@@ -59,6 +59,12 @@ func TestCompute(t *testing.T) {
 		{"Parallel: a condemned pod held by its hook does not hold the update back",
 			snapshot(set(2, true, preDeleteHook), pod(0, oldRev), pod(1, oldRev), pod(2, newRev, inState(pub.LifecycleStatePreparingDelete))),
 			PhaseUpdate, []string{"state db-1 PreparingDelete"}, "pod db-2 waits in PreparingDelete for its preDelete hook"},
+		{"OrderedReady: a pod the update holds in PreparingUpdate is updated once released, whatever its availability",
+			withTemplates(snapshot(set(2, false, func(s *appsv1beta1.StatefulSet) {
+				s.Spec.UpdateStrategy.RollingUpdate.PodUpdatePolicy = appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType
+				s.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{"example.com/serving": "true"}}}
+			}), pod(0, oldRev), pod(1, oldRev, inState(pub.LifecycleStatePreparingUpdate)))),
+			PhaseUpdate, []string{"updateinplace db-1"}, "pod db-1 is not available (in PreparingUpdate)"},
 		{"a failed pod is replaced",
 			snapshot(set(2, true), pod(0, newRev), pod(1, newRev, failed)), PhaseScale, []string{"delete db-1"}, ""},
 		{"a pod held for deletion whose ordinal is back in range is revived",
@@ -175,3 +181,17 @@ func TestStatus(t *testing.T) {
 }
 
 func label(k, v string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Labels[k] = v } }
+
+// withTemplates gives the snapshot the templates of both revisions, which
+// differ in their image only.
+func withTemplates(s Snapshot) Snapshot {
+	tmpl := func(image string) *corev1.PodTemplateSpec {
+		return &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image}}}}
+	}
+	s.Templates = map[string]*corev1.PodTemplateSpec{oldRev: tmpl("db:1"), newRev: tmpl("db:2")}
+	for _, p := range s.Pods {
+		p.Spec.Containers = []corev1.Container{{Name: "main", Image: "db:1"}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "db:1", ImageID: "db@sha256:1", Ready: true}}
+	}
+	return s
+}

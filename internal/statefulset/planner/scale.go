@@ -85,7 +85,9 @@ replicas:
 			if (mono || budget > 0) && !v.available(pod) {
 				if mono {
 					p.Waiting = fmt.Sprintf("pod %s is not available (%s)", name, unavailableWhy(pod))
-					return actions, true
+					// A pod the update took out (in place) is the update's to
+					// finish: scaling stops here, the update goes on.
+					return actions, !updating(pod)
 				}
 				if spent() {
 					break replicas
@@ -135,6 +137,15 @@ func (v *view) condemn(mono bool, p *Plan) ([]podlife.Action, bool) {
 		}
 	}
 	return actions, false
+}
+
+// updating: the pod is in an in-place update's states.
+func updating(pod *corev1.Pod) bool {
+	switch podfacts.State(pod) {
+	case pub.LifecycleStatePreparingUpdate, pub.LifecycleStateUpdating, pub.LifecycleStateUpdated:
+		return true
+	}
+	return false
 }
 
 // heldForReplacement: a live pod in PreparingDelete marked
