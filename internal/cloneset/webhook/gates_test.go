@@ -54,12 +54,16 @@ func TestGateOpensInTheKubeletsReport(t *testing.T) {
 		t.Errorf("patch = %s %s %+v, want add /status/conditions/1 %+v", resp.Patches[0].Operation, resp.Patches[0].Path, added, want)
 	}
 
-	asts := pod(func(p *corev1.Pod) { p.OwnerReferences[0].Kind, p.OwnerReferences[0].APIVersion = "StatefulSet", "apps.kruise.io/v1beta1" })
+	asts := pod(func(p *corev1.Pod) {
+		p.OwnerReferences[0].Kind, p.OwnerReferences[0].APIVersion = "StatefulSet", "apps.kruise.io/v1beta1"
+	})
 	if resp := review("ns", asts); !resp.Allowed || len(resp.Patches) != 1 {
 		t.Errorf("an Advanced StatefulSet pod's first report: %+v, want the condition added", resp)
 	}
 	for name, p := range map[string]*corev1.Pod{
-		"a native StatefulSet's pod": pod(func(p *corev1.Pod) { p.OwnerReferences[0].Kind, p.OwnerReferences[0].APIVersion = "StatefulSet", "apps/v1" }),
+		"a native StatefulSet's pod": pod(func(p *corev1.Pod) {
+			p.OwnerReferences[0].Kind, p.OwnerReferences[0].APIVersion = "StatefulSet", "apps/v1"
+		}),
 		"condition False (an in-place update under way)": pod(func(p *corev1.Pod) {
 			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionFalse})
 		}),
