@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
@@ -20,6 +23,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 )
 
 func newAdvancedStatefulSet(ns, name string, replicas int32, policy appsv1.PodManagementPolicyType) *appsv1beta1.StatefulSet {
@@ -418,5 +422,50 @@ func TestAdvancedStatefulSetUpdatesInPlace(t *testing.T) {
 		if string(pod.UID) != uid || pod.Spec.Containers[0].Image != "db:2" || pod.Labels[pub.LifecycleStateKey] != "Normal" {
 			t.Errorf("%s: uid %s (was %s), image %s, state %s", name, pod.UID, uid, pod.Spec.Containers[0].Image, pod.Labels[pub.LifecycleStateKey])
 		}
+	}
+}
+
+// TestKubectlDrainOfAdvancedStatefulSetHonoursTheBudget: kubectl drain of
+// a node holding the four pods of an Advanced StatefulSet under a budget
+// allowing one unavailable: the budget counts the set's replicas through
+// its scale subresource, the drain evicts the pods one at a time as the
+// set recreates each (same name) on the other node, and a watch of the
+// pods never sees fewer than three available.
+func TestKubectlDrainOfAdvancedStatefulSetHonoursTheBudget(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	drainNodes(t, "asts-drain-a", "asts-drain-b")
+	set := newAdvancedStatefulSet(ns, "drained", 4, appsv1.ParallelPodManagement)
+	set.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "lifeline.dev/drain-test", Operator: corev1.TolerationOpExists}}
+	set.Spec.Template.Spec.Affinity = onNodes([]string{"asts-drain-a", "asts-drain-b"})
+	if err := k8s.Create(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	create(t, newBudget(ns, "drained", policyv1alpha1.PodUnavailableBudgetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "drained"}}, MaxUnavailable: ptr.To(intstr.FromInt32(1))}))
+	waitBudget(t, ns, "drained", policyv1alpha1.PodUnavailableBudgetStatus{TotalReplicas: 4, DesiredAvailable: 3, CurrentAvailable: 4, UnavailableAllowed: 1})
+	if _, err := client.CoreV1().Nodes().Patch(ctx, "asts-drain-b", types.MergePatchType, []byte(`{"spec":{"unschedulable":false}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fewest := watchAvailable(t, ns, "app=drained")
+	out, err := exec.Command(local.Binaries["kubectl"], "--kubeconfig", local.Kubeconfig, "drain", "asts-drain-a",
+		"--ignore-daemonsets", "--delete-emptydir-data", "--timeout=3m").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl drain: %v\n%s", err, out)
+	}
+	if n := strings.Count(string(out), " evicted"); n != 4 {
+		t.Errorf("%d pods evicted, want 4:\n%s", n, out)
+	}
+	if !strings.Contains(string(out), "PodUnavailableBudget drained allows no more unavailable pods") {
+		t.Errorf("kubectl drain never waited on the budget:\n%s", out)
+	}
+	waitAdvancedStatefulSet(t, set, "4 pods Ready again", stsSettled(4))
+	for _, p := range livePods(t, ns, "app=drained") {
+		if p.Spec.NodeName != "asts-drain-b" {
+			t.Errorf("%s runs on %s after the drain, want asts-drain-b", p.Name, p.Spec.NodeName)
+		}
+	}
+	if n := fewest(); n < 3 {
+		t.Errorf("%d pods available at the worst moment of the drain, want at least 3", n)
 	}
 }
