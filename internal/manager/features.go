@@ -74,6 +74,15 @@ func StatefulSet(shared *clonesetcontroller.Options) *Feature {
 		Webhooks: func(_ ctrl.Manager, _ *Shared, w Webhooks) {
 			statefulsetwebhook.Register(w.Server, w.Decoder, *o)
 		},
+		// The hook guard (the CloneSet feature's pod admission handler)
+		// serves a set that opts in; such a set makes its namespace ask
+		// for the fail-closed disruption webhooks.
+		Protection: []protection.Source{{Kind: protection.Disruptions, Object: &appsv1beta1.StatefulSet{}, List: &appsv1beta1.StatefulSetList{},
+			Holds: func(obj client.Object) bool {
+				guards, _ := clonesetwebhook.GuardsHooks(clonesetwebhook.GuardedStatefulSet(obj.(*appsv1beta1.StatefulSet)))
+				return guards
+			}}},
+		FailClosed: map[string]protection.Kind{"vpod.lifeline.dev": protection.Disruptions, "vpodeviction.lifeline.dev": protection.Disruptions},
 	}
 }
 
@@ -190,7 +199,7 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 		},
 		Protection: []protection.Source{{Kind: protection.Disruptions, Object: &appsv1beta1.CloneSet{}, List: &appsv1alpha1.CloneSetList{},
 			Holds: func(obj client.Object) bool {
-				guards, _ := clonesetwebhook.GuardsHooks(obj.(*appsv1alpha1.CloneSet))
+				guards, _ := clonesetwebhook.GuardsHooks(clonesetwebhook.GuardedCloneSet(obj.(*appsv1alpha1.CloneSet)))
 				return guards
 			}}},
 		FailClosed: map[string]protection.Kind{"vpod.lifeline.dev": protection.Disruptions, "vpodeviction.lifeline.dev": protection.Disruptions},

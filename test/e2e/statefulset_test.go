@@ -469,3 +469,53 @@ func TestKubectlDrainOfAdvancedStatefulSetHonoursTheBudget(t *testing.T) {
 		t.Errorf("%d pods available at the worst moment of the drain, want at least 3", n)
 	}
 }
+
+// TestHookGuardOfAdvancedStatefulSet: with lifeline.dev/guard-hooks on an
+// Advanced StatefulSet, a kubectl delete of its pod is refused and the pod
+// goes through its preDelete hook instead: held in PreparingDelete until
+// its operator (this test) releases it, then deleted by the set and made
+// again at the same ordinal.
+func TestHookGuardOfAdvancedStatefulSet(t *testing.T) {
+	ns := newNamespace(t)
+	log := logPods(t, ns)
+	const hook = "example.com/registered"
+	set := newAdvancedStatefulSet(ns, "db", 2, appsv1.ParallelPodManagement)
+	set.Annotations = map[string]string{appsv1alpha1.GuardHooksAnnotation: "true"}
+	set.Spec.Template.Labels[hook] = "true"
+	set.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hook: "true"}}}
+	if err := k8s.Create(context.Background(), set); err != nil {
+		t.Fatal(err)
+	}
+	waitAdvancedStatefulSet(t, set, "2 pods Ready", stsSettled(2))
+	victim, err := client.CoreV1().Pods(ns).Get(context.Background(), "db-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(local.Binaries["kubectl"], "--kubeconfig", local.Kubeconfig, "-n", ns, "delete", "pod", "db-1", "--wait=false").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "guarded by StatefulSet db") || !strings.Contains(string(out), "Forbidden") {
+		t.Fatalf("kubectl delete of a guarded pod: %v\n%s", err, out)
+	}
+	eventually(t, time.Minute, "db-1 held in PreparingDelete", func(ctx context.Context) (bool, string, error) {
+		pod, err := client.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return pod.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingDelete), fmt.Sprint(pod.Labels), nil
+	})
+	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, hook))
+	if _, err := client.CoreV1().Pods(ns).Patch(context.Background(), "db-1", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "db-1 made again", func(ctx context.Context) (bool, string, error) {
+		pod, err := client.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return pod.UID != victim.UID && podCondition(pod, corev1.PodReady) == corev1.ConditionTrue, string(pod.UID), nil
+	})
+	for _, ev := range log.all() {
+		if isDelete(ev) && ev.pod.Labels[hook] == "true" {
+			t.Fatalf("%s was deleted while its preDelete hook held it", ev.pod.Name)
+		}
+	}
+}

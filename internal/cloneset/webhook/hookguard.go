@@ -18,6 +18,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	"github.com/lifeline-k8s/lifeline/pkg/lifecycle"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
@@ -25,13 +26,13 @@ import (
 
 var guarded = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "lifeline_cloneset_hook_guard_total",
-	Help: "Pod deletes and evictions seen by the hook guard, by operation (delete, evict) and result (redirected: refused, the pod handed to its CloneSet as a specified delete; passed).",
+	Help: "Pod deletes and evictions seen by the hook guard, by operation (delete, evict) and result (redirected: refused, the pod handed to its CloneSet or Advanced StatefulSet as a specified delete; passed).",
 }, []string{"operation", "result"})
 
 func init() { metrics.Registry.MustRegister(guarded) }
 
-// HookGuard closes the path around a preDelete hook for CloneSets that opt
-// in (GuardHooksAnnotation): OpenKruise lets a kubectl delete or an
+// HookGuard closes the path around a preDelete hook for CloneSets and
+// Advanced StatefulSets that opt in (GuardHooksAnnotation): OpenKruise lets a kubectl delete or an
 // eviction remove a pod its preDelete hook would hold, so a registry keeps
 // the address of a pod that is gone. The guard refuses such a request and
 // marks the pod specified-delete instead: the CloneSet then takes it
@@ -69,58 +70,84 @@ func (g *HookGuard) Validate(ctx context.Context, req admission.Request) admissi
 	case pod == nil:
 		return admission.Allowed("")
 	}
-	cs, err := g.cloneSetOf(ctx, pod)
+	w, err := g.workloadOf(ctx, pod)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	guard, why := Guards(cs, pod)
+	guard, why := Guards(w, pod)
 	if !guard {
 		guarded.WithLabelValues(op, "passed").Inc()
 		return admission.Allowed(why)
 	}
 	if !ptr.Deref(req.DryRun, false) {
 		if err := g.mark(ctx, pod); err != nil {
-			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("handing pod %s to its CloneSet: %w", pod.Name, err))
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("handing pod %s to its %s: %w", pod.Name, w.Kind, err))
 		}
-		g.Recorder.Eventf(pod, cs, corev1.EventTypeNormal, "DeletionRedirected", "Guard",
-			"%s of pod %s by %s redirected to CloneSet %s: marked %s, it goes through its preDelete hook and is replaced",
-			op, pod.Name, req.UserInfo.Username, cs.Name, appsv1alpha1.SpecifiedDeleteKey)
+		g.Recorder.Eventf(pod, w.Object, corev1.EventTypeNormal, "DeletionRedirected", "Guard",
+			"%s of pod %s by %s redirected to %s %s: marked %s, it goes through its preDelete hook and is replaced",
+			op, pod.Name, req.UserInfo.Username, w.Kind, w.Object.GetName(), appsv1alpha1.SpecifiedDeleteKey)
 	}
 	guarded.WithLabelValues(op, "redirected").Inc()
-	msg := fmt.Sprintf("pod %s is guarded by CloneSet %s (%s): a direct %s would skip its preDelete hook; the pod is marked %s instead "+
-		"and the CloneSet deletes it through the hook and replaces it", pod.Name, cs.Name, appsv1alpha1.GuardHooksAnnotation, op, appsv1alpha1.SpecifiedDeleteKey)
+	msg := fmt.Sprintf("pod %s is guarded by %s %s (%s): a direct %s would skip its preDelete hook; the pod is marked %s instead "+
+		"and the %s deletes it through the hook and replaces it", pod.Name, w.Kind, w.Object.GetName(), appsv1alpha1.GuardHooksAnnotation, op,
+		appsv1alpha1.SpecifiedDeleteKey, w.Kind)
 	return podadmission.RefuseDisruption(req, msg, msg)
 }
 
+// Guarded is a pod's workload as the hook guard needs it: a CloneSet or an
+// Advanced StatefulSet, the two that replace a pod marked specified-delete
+// through its preDelete hook.
+type Guarded struct {
+	Kind      string
+	Object    client.Object
+	Lifecycle *pub.Lifecycle
+}
+
+// GuardedCloneSet is cs for the guard; nil for nil.
+func GuardedCloneSet(cs *appsv1alpha1.CloneSet) *Guarded {
+	if cs == nil {
+		return nil
+	}
+	return &Guarded{Kind: "CloneSet", Object: cs, Lifecycle: cs.Spec.Lifecycle}
+}
+
+// GuardedStatefulSet is an Advanced StatefulSet for the guard; nil for nil.
+func GuardedStatefulSet(set *appsv1beta1.StatefulSet) *Guarded {
+	if set == nil {
+		return nil
+	}
+	return &Guarded{Kind: "StatefulSet", Object: set, Lifecycle: set.Spec.Lifecycle}
+}
+
 // Guards decides whether the guard refuses a direct delete or eviction of
-// pod, whose controlling CloneSet is cs (nil for none), and says why not
+// pod, whose controlling workload is w (nil for none), and says why not
 // when it lets it through.
-func Guards(cs *appsv1alpha1.CloneSet, pod *corev1.Pod) (bool, string) {
-	if guards, why := GuardsHooks(cs); !guards {
+func Guards(w *Guarded, pod *corev1.Pod) (bool, string) {
+	if guards, why := GuardsHooks(w); !guards {
 		return false, why
 	}
 	switch {
 	case pod.DeletionTimestamp != nil:
 		return false, "already being deleted"
-	case podfacts.State(pod) == pub.LifecycleStatePreparingDelete && !lifecycle.IsHooked(cs.Spec.Lifecycle.PreDelete, pod):
+	case podfacts.State(pod) == pub.LifecycleStatePreparingDelete && !lifecycle.IsHooked(w.Lifecycle.PreDelete, pod):
 		return false, "its preDelete hook already released it"
 	}
 	return true, ""
 }
 
-// GuardsHooks decides whether the guard protects a CloneSet's pods at all
-// (cs nil: the pod has none), and says why not; a CloneSet it protects
-// makes its namespace ask for fail-closed disruption webhooks.
-func GuardsHooks(cs *appsv1alpha1.CloneSet) (bool, string) {
+// GuardsHooks decides whether the guard protects a workload's pods at all
+// (w nil: the pod has none it serves), and says why not; a workload it
+// protects makes its namespace ask for fail-closed disruption webhooks.
+func GuardsHooks(w *Guarded) (bool, string) {
 	switch {
-	case cs == nil:
-		return false, "not a CloneSet pod"
-	case cs.DeletionTimestamp != nil:
-		return false, "its CloneSet is being deleted"
-	case cs.Annotations[appsv1alpha1.GuardHooksAnnotation] != "true":
-		return false, "its CloneSet does not guard its hooks"
-	case cs.Spec.Lifecycle == nil || cs.Spec.Lifecycle.PreDelete == nil:
-		return false, "its CloneSet has no preDelete hook"
+	case w == nil:
+		return false, "not a CloneSet or Advanced StatefulSet pod"
+	case w.Object.GetDeletionTimestamp() != nil:
+		return false, "its " + w.Kind + " is being deleted"
+	case w.Object.GetAnnotations()[appsv1alpha1.GuardHooksAnnotation] != "true":
+		return false, "its " + w.Kind + " does not guard its hooks"
+	case w.Lifecycle == nil || w.Lifecycle.PreDelete == nil:
+		return false, "its " + w.Kind + " has no preDelete hook"
 	}
 	return true, ""
 }
@@ -134,20 +161,34 @@ func (g *HookGuard) mark(ctx context.Context, pod *corev1.Pod) error {
 	return g.Writer.Patch(ctx, pod.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))
 }
 
-func (g *HookGuard) cloneSetOf(ctx context.Context, pod *corev1.Pod) (*appsv1alpha1.CloneSet, error) {
+// workloadOf reads the pod's controlling CloneSet or Advanced
+// StatefulSet from the cache; nil for any other pod.
+func (g *HookGuard) workloadOf(ctx context.Context, pod *corev1.Pod) (*Guarded, error) {
 	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "CloneSet" {
+	if ref == nil {
 		return nil, nil
 	}
 	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != appsv1alpha1.GroupVersion.Group {
 		return nil, nil
 	}
-	cs := &appsv1alpha1.CloneSet{}
-	if err := g.Cache.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, cs); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	if cs.UID != ref.UID {
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}
+	var obj client.Object
+	switch ref.Kind {
+	case "CloneSet":
+		obj = &appsv1alpha1.CloneSet{}
+	case "StatefulSet":
+		obj = &appsv1beta1.StatefulSet{}
+	default:
 		return nil, nil
 	}
-	return cs, nil
+	if err := g.Cache.Get(ctx, key, obj); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if obj.GetUID() != ref.UID {
+		return nil, nil
+	}
+	if cs, ok := obj.(*appsv1alpha1.CloneSet); ok {
+		return GuardedCloneSet(cs), nil
+	}
+	return GuardedStatefulSet(obj.(*appsv1beta1.StatefulSet)), nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 )
 
 func TestGuards(t *testing.T) {
@@ -43,8 +44,13 @@ func TestGuards(t *testing.T) {
 		{"not a CloneSet pod", nil, pod(pub.LifecycleStateNormal, "true"), false},
 		{"a pod of a CloneSet being deleted (the garbage collector's)", guardedCS(func(cs *appsv1alpha1.CloneSet) { cs.DeletionTimestamp = &metav1.Time{} }), pod(pub.LifecycleStateNormal, "true"), false},
 	} {
-		if got, why := Guards(c.cs, c.pod); got != c.guard {
+		if got, why := Guards(GuardedCloneSet(c.cs), c.pod); got != c.guard {
 			t.Errorf("%s: guard %v (%s), want %v", c.name, got, why, c.guard)
 		}
+	}
+	set := &appsv1beta1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Annotations: map[string]string{appsv1alpha1.GuardHooksAnnotation: "true"}}}
+	set.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"registered": "true"}}}
+	if got, why := Guards(GuardedStatefulSet(set), pod(pub.LifecycleStateNormal, "true")); !got {
+		t.Errorf("a Normal pod of a guarding Advanced StatefulSet: not guarded (%s)", why)
 	}
 }
