@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -22,16 +23,19 @@ import (
 
 // TestRolloutModel runs the planner against a simulated cluster for many
 // randomized histories: replicas, partition, reserved ordinals and the
-// template change at random while pods start, fail to be Ready, terminate
-// and have their preDelete hook released at random. Every plan must keep
-// the set's promises:
+// template change at random while pods start, fail to be Ready, terminate,
+// restart on a new image in place, and have their preDelete and
+// inPlaceUpdate hooks released (and the latter's handler put back) at
+// random; sets update by ReCreate or in place. Every plan must keep the
+// set's promises:
 //   - OrderedReady acts on one ordinal at a time, and only once every lower
 //     ordinal in range is available: never two consecutive ordinals
 //     changing at once;
 //   - no ordinal gets two pods, and no pod is created outside the range;
 //   - an ordered update never touches an ordinal below partition, and new
 //     pods below it start at the current revision;
-//   - a pod its preDelete hook holds is never deleted;
+//   - a pod its preDelete hook holds is never deleted, one its
+//     inPlaceUpdate hook holds never updated;
 //   - a Parallel update keeps unavailable pods within maxUnavailable (or
 //     no worse than it found them);
 //   - once the spec stops changing, the set converges.
@@ -60,9 +64,14 @@ type model struct {
 	pods   map[string]*corev1.Pod
 	update string
 	hook   bool
-	now    time.Time
-	trace  string
+	// inPlace updates pods in place (InPlaceIfPossible), under an
+	// inPlaceUpdate hook when inPlaceHook.
+	inPlace, inPlaceHook bool
+	now                  time.Time
+	trace                string
 }
+
+const inPlaceHandler = "example.com/serving"
 
 func newModel(seed int64) *model {
 	r := rand.New(rand.NewSource(seed))
@@ -74,7 +83,27 @@ func newModel(seed int64) *model {
 	if m.hook {
 		preDeleteHook(m.set)
 	}
+	if m.inPlace = r.Intn(2) == 0; m.inPlace {
+		m.set.Spec.UpdateStrategy.RollingUpdate.PodUpdatePolicy = appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType
+		m.set.Spec.Template.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}
+		if m.inPlaceHook = r.Intn(2) == 0; m.inPlaceHook {
+			if m.set.Spec.Lifecycle == nil {
+				m.set.Spec.Lifecycle = &pub.Lifecycle{}
+			}
+			m.set.Spec.Lifecycle.InPlaceUpdate = &pub.LifecycleHook{LabelsHandler: map[string]string{inPlaceHandler: "true"}}
+		}
+	}
 	return m
+}
+
+// templates are the revisions' templates: they differ in their image.
+func templates() map[string]*corev1.PodTemplateSpec {
+	out := map[string]*corev1.PodTemplateSpec{}
+	for i := 0; i < 3; i++ {
+		rev := fmt.Sprintf("db-rev%d", i)
+		out[rev] = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "img:" + rev}}}}
+	}
+	return out
 }
 
 func (m *model) run() error {
@@ -84,9 +113,9 @@ func (m *model) run() error {
 		if changing && m.r.Intn(6) == 0 {
 			m.changeSpec()
 		}
-		s := Snapshot{Set: m.set, UpdateRevision: m.update, CurrentRevision: current, Now: m.now}
-		for _, p := range m.pods {
-			s.Pods = append(s.Pods, p.DeepCopy())
+		s := Snapshot{Set: m.set, UpdateRevision: m.update, CurrentRevision: current, Templates: templates(), Now: m.now}
+		for _, name := range m.names() {
+			s.Pods = append(s.Pods, m.pods[name].DeepCopy())
 		}
 		p, err := Compute(s)
 		if err != nil {
@@ -163,7 +192,18 @@ func (m *model) check(s Snapshot, p Plan) error {
 				return err
 			}
 			acted++
+		case podlife.UpdateInPlace:
+			if m.inPlaceHook && a.Pod.Labels[inPlaceHandler] != "" {
+				return fmt.Errorf("updated %s in place while its inPlaceUpdate hook holds it", a.Pod.Name)
+			}
+			if err := m.checkUpdateTarget(v, a.Pod, rank, partition); err != nil {
+				return err
+			}
+			acted++
 		case podlife.SetState:
+			if a.To == pub.LifecycleStatePreparingUpdate {
+				acted++
+			}
 			if a.To == pub.LifecycleStatePreparingDelete {
 				if err := m.checkUpdateTarget(v, a.Pod, rank, partition); err != nil {
 					return err
@@ -219,8 +259,13 @@ func (m *model) apply(actions []podlife.Action) {
 			ord, _ := strconv.Atoi(a.InstanceID)
 			p := pod(ord, a.Revision)
 			p.Labels[pub.LifecycleStateKey] = string(a.State)
+			if m.inPlaceHook {
+				p.Labels[inPlaceHandler] = "true"
+			}
 			p.Status = corev1.PodStatus{Phase: corev1.PodPending}
 			p.Spec.NodeName = ""
+			p.Spec.Containers = []corev1.Container{{Name: "main", Image: "img:" + a.Revision}}
+			p.Spec.ReadinessGates = m.set.Spec.Template.Spec.ReadinessGates
 			m.pods[p.Name] = p
 		case podlife.DeletePod:
 			if p := m.pods[a.Pod.Name]; p != nil {
@@ -229,13 +274,50 @@ func (m *model) apply(actions []podlife.Action) {
 		case podlife.Writer:
 			p := m.pods[a.Target().Name]
 			for _, w := range a.PodWrites() {
-				for k, v := range w.Labels {
-					p.Labels[k] = v
-				}
-				for _, k := range w.RemoveLabels {
-					delete(p.Labels, k)
-				}
+				applyWrite(p, w)
 			}
+		}
+	}
+}
+
+// names are the pods' names in order, so a seed replays its history.
+func (m *model) names() []string {
+	out := make([]string, 0, len(m.pods))
+	for name := range m.pods {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// applyWrite makes a pod write as the API server would.
+func applyWrite(p *corev1.Pod, w podlife.PodWrite) {
+	for k, v := range w.Labels {
+		p.Labels[k] = v
+	}
+	for _, k := range w.RemoveLabels {
+		delete(p.Labels, k)
+	}
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	for k, v := range w.Annotations {
+		p.Annotations[k] = v
+	}
+	for _, k := range w.RemoveAnnotations {
+		delete(p.Annotations, k)
+	}
+	for i, c := range p.Spec.Containers {
+		if image, ok := w.Images[c.Name]; ok {
+			p.Spec.Containers[i].Image = image
+		}
+	}
+	for _, c := range w.Conditions {
+		i := slices.IndexFunc(p.Status.Conditions, func(old corev1.PodCondition) bool { return old.Type == c.Type })
+		if i < 0 {
+			p.Status.Conditions = append(p.Status.Conditions, c)
+		} else {
+			p.Status.Conditions[i] = c
 		}
 	}
 }
@@ -244,7 +326,8 @@ func (m *model) apply(actions []podlife.Action) {
 // pods go, operators release held pods, Ready pods sometimes fail.
 func (m *model) world() {
 	m.now = m.now.Add(time.Second)
-	for name, p := range m.pods {
+	for _, name := range m.names() {
+		p := m.pods[name]
 		switch {
 		case p.DeletionTimestamp != nil:
 			if m.r.Intn(2) == 0 {
@@ -253,7 +336,19 @@ func (m *model) world() {
 		case p.Status.Phase == corev1.PodPending && m.r.Intn(2) == 0:
 			p.Spec.NodeName = "node-0"
 			p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady,
-				Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(m.now)}}}
+				Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(m.now)}},
+				ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Image: p.Spec.Containers[0].Image, ImageID: p.Spec.Containers[0].Image + "@id", Ready: true}}}
+			if len(p.Spec.ReadinessGates) > 0 {
+				p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: pub.InPlaceUpdateReady, Status: corev1.ConditionTrue})
+			}
+		case p.Status.Phase == corev1.PodRunning && p.Status.ContainerStatuses[0].Image != p.Spec.Containers[0].Image:
+			if m.r.Intn(2) == 0 { // the kubelet restarts the container on its new image
+				p.Status.ContainerStatuses[0] = corev1.ContainerStatus{Name: "main", Image: p.Spec.Containers[0].Image, ImageID: p.Spec.Containers[0].Image + "@id", Ready: true}
+			}
+		case podfacts.State(p) == pub.LifecycleStatePreparingUpdate && p.Labels[inPlaceHandler] != "" && m.r.Intn(3) == 0:
+			delete(p.Labels, inPlaceHandler)
+		case podfacts.State(p) == pub.LifecycleStateUpdated && p.Labels[inPlaceHandler] == "" && m.inPlaceHook && m.r.Intn(3) == 0:
+			p.Labels[inPlaceHandler] = "true"
 		case podfacts.State(p) == pub.LifecycleStatePreparingDelete && m.r.Intn(3) == 0:
 			released(p)
 		case p.Status.Phase == corev1.PodRunning && m.r.Intn(40) == 0:

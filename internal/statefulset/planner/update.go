@@ -2,16 +2,19 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/internal/updatesort"
 	"github.com/lifeline-k8s/lifeline/internal/workloadref"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 // revisionPicker chooses the revision of each new pod so that partition
@@ -121,7 +124,32 @@ func update(s Snapshot, v *view, p *Plan) ([]podlife.Action, error) {
 		}
 		unavailable[pod] = true
 	}
-	for _, pod := range v.targets(ru, replicas) {
+	targets := v.targets(ru, replicas)
+	// A pod held in PreparingUpdate that the update no longer includes
+	// (the partition moved past it) goes back to Normal.
+	for _, pod := range v.descending() {
+		if podfacts.State(pod) == pub.LifecycleStatePreparingUpdate && !podlife.AtRevision(pod, s.UpdateRevision) && !slices.Contains(targets, pod) {
+			actions = append(actions, v.callOff(pod))
+		}
+	}
+	if Monotonic(s.Set) {
+		if len(actions) > 0 {
+			return actions[:1], nil
+		}
+		// One ordinal at a time: a pod an update already took out is
+		// finished before the next is touched (the refresh finishes one
+		// at the update revision).
+		for _, pod := range v.descending() {
+			if updating(pod) {
+				targets = nil
+				if !podlife.AtRevision(pod, s.UpdateRevision) && slices.Contains(v.targets(ru, replicas), pod) {
+					targets = []*corev1.Pod{pod}
+				}
+				break
+			}
+		}
+	}
+	for _, pod := range targets {
 		if podlife.AtRevision(pod, s.UpdateRevision) {
 			continue
 		}
@@ -145,6 +173,16 @@ func update(s Snapshot, v *view, p *Plan) ([]podlife.Action, error) {
 		}
 	}
 	return actions, nil
+}
+
+// callOff takes a pod held in PreparingUpdate for an update no longer
+// wanted (the partition moved past it) back to Normal, its NotReady mark
+// lifted and its handlers back, rather than leave it held for good
+// (openkruise/kruise#1156, #1183). A pod already Updating or Updated
+// finishes as it is.
+func (v *view) callOff(pod *corev1.Pod) podlife.Action {
+	return v.life.SetState(pod, podlife.Transition{To: pub.LifecycleStateNormal, LiftNotReady: pub.PodReadyKeyPreUpdateHook,
+		Readd: v.life.Hook(podlife.InPlaceUpdateHook)}, "the update it was held for no longer includes it")
 }
 
 // updateOne updates a pod in place when the policy and the change allow,
