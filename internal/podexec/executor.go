@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
@@ -100,6 +101,23 @@ func (e *Executor) Execute(ctx context.Context, w Workload, actions []podlife.Ac
 	}
 	run(others)
 	return errs
+}
+
+// Run executes the actions and sorts the outcome: the failures, joined
+// (nil when none), and whether any write found its pod changed since it
+// was planned (stale: plan again soon), which is logged, not a failure.
+func (e *Executor) Run(ctx context.Context, w Workload, actions []podlife.Action) (failed error, stale bool) {
+	var failures []error
+	for _, err := range e.Execute(ctx, w, actions) {
+		var se *StaleError
+		if errors.As(err, &se) {
+			stale = true
+			log.FromContext(ctx).V(1).Info("pod changed since it was planned; planning again", "pod", se.Pod, "reason", se.Err.Error())
+			continue
+		}
+		failures = append(failures, err)
+	}
+	return errors.Join(failures...), stale
 }
 
 func (e *Executor) act(ctx context.Context, w Workload, a podlife.Action) error {

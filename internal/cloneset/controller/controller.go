@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
@@ -225,22 +224,12 @@ func (r *Reconciler) sync(ctx context.Context, cs *appsv1alpha1.CloneSet, snap p
 		r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "ScaleUpLimited", "Scale",
 			"scaleUp is limited because of scaleStrategy.maxUnavailable, limit: %d", plan.Diffs.ScaleUpLimit)
 	}
-	var failures []error
-	stale := false
-	for _, err := range r.exec.Execute(ctx, workload{cs: cs, revs: revs, r: r}, plan.Actions) {
-		var se *podexec.StaleError
-		if errors.As(err, &se) {
-			stale = true
-			log.FromContext(ctx).V(1).Info("pod changed since it was planned; planning again", "pod", se.Pod, "reason", se.Err.Error())
-			continue
-		}
-		failures = append(failures, err)
-	}
+	err, stale := r.exec.Run(ctx, workload{cs: cs, revs: revs, r: r}, plan.Actions)
 	conditionType := appsv1alpha1.CloneSetConditionFailedUpdate
 	if plan.Phase == planner.PhaseScale {
 		conditionType = appsv1alpha1.CloneSetConditionFailedScale
 	}
-	if err := errors.Join(failures...); err != nil {
+	if err != nil {
 		planner.SetFailure(status, conditionType, err, snap.Now)
 		return ctrl.Result{}, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/internal/revision"
+	"github.com/lifeline-k8s/lifeline/internal/workloadspec"
 )
 
 var cloneSetKind = appsv1alpha1.GroupVersion.WithKind("CloneSet")
@@ -65,22 +66,8 @@ func newPod(cs *appsv1alpha1.CloneSet, cr *appsv1.ControllerRevision, id string,
 		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType})
 	}
 
-	if len(cs.Spec.VolumeClaimTemplates) > 0 {
-		claimed := map[string]bool{}
-		var volumes []corev1.Volume
-		for _, vct := range cs.Spec.VolumeClaimTemplates {
-			claimed[vct.Name] = true
-			volumes = append(volumes, corev1.Volume{Name: vct.Name, VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvcName(vct.Name, cs.Name, id)},
-			}})
-		}
-		for _, v := range pod.Spec.Volumes {
-			if !claimed[v.Name] {
-				volumes = append(volumes, v)
-			}
-		}
-		pod.Spec.Volumes = volumes
-	}
+	pod.Spec.Volumes = workloadspec.ClaimVolumes(pod.Spec.Volumes, cs.Spec.VolumeClaimTemplates,
+		func(vct string) string { return pvcName(vct, cs.Name, id) })
 	return pod, nil
 }
 

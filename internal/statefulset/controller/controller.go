@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
@@ -153,22 +152,12 @@ func (r *Reconciler) sync(ctx context.Context, c *cycle, status *appsv1beta1.Sta
 		r.Recorder.Eventf(c.set, nil, corev1.EventTypeWarning, "DisruptionNotAllowed", "Disrupt", "%s", podlife.HeldMessage(plan.Held))
 	}
 	setProgressing(status, c, plan, now)
-	var failures []error
-	stale := false
-	for _, err := range r.exec.Execute(ctx, workload{set: c.set, revs: &c.revs, templates: c.snap.Templates, now: now}, plan.Actions) {
-		var se *podexec.StaleError
-		if errors.As(err, &se) {
-			stale = true
-			log.FromContext(ctx).V(1).Info("pod changed since it was planned; planning again", "pod", se.Pod, "reason", se.Err.Error())
-			continue
-		}
-		failures = append(failures, err)
-	}
+	err, stale := r.exec.Run(ctx, workload{set: c.set, revs: &c.revs, templates: c.snap.Templates, now: now}, plan.Actions)
 	failed := appsv1beta1.FailedUpdatePod
 	if plan.Phase == planner.PhaseScale {
 		failed = appsv1beta1.FailedCreatePod
 	}
-	if err := errors.Join(failures...); err != nil {
+	if err != nil {
 		setCondition(status, failed, corev1.ConditionTrue, "Failed"+string(plan.Phase), err.Error(), now)
 		return ctrl.Result{}, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/internal/revision"
 	"github.com/lifeline-k8s/lifeline/internal/statefulset/planner"
+	"github.com/lifeline-k8s/lifeline/internal/workloadspec"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
@@ -81,22 +82,8 @@ func NewPod(set *appsv1beta1.StatefulSet, tmpl *corev1.PodTemplateSpec, rev stri
 	if podlife.MarksPodNotReady(set.Spec.Lifecycle) && !podfacts.HasReadinessGate(pod, pub.KruisePodReadyConditionType) {
 		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType})
 	}
-	if len(set.Spec.VolumeClaimTemplates) > 0 {
-		claimed := map[string]bool{}
-		var volumes []corev1.Volume
-		for _, vct := range set.Spec.VolumeClaimTemplates {
-			claimed[vct.Name] = true
-			volumes = append(volumes, corev1.Volume{Name: vct.Name, VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: planner.ClaimName(vct.Name, set.Name, ord)},
-			}})
-		}
-		for _, v := range pod.Spec.Volumes {
-			if !claimed[v.Name] {
-				volumes = append(volumes, v)
-			}
-		}
-		pod.Spec.Volumes = volumes
-	}
+	pod.Spec.Volumes = workloadspec.ClaimVolumes(pod.Spec.Volumes, set.Spec.VolumeClaimTemplates,
+		func(vct string) string { return planner.ClaimName(vct, set.Name, ord) })
 	return pod
 }
 
