@@ -3,18 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
-	"sort"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
@@ -23,7 +18,6 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
-	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 )
 
 func newAdvancedStatefulSet(ns, name string, replicas int32, policy appsv1.PodManagementPolicyType) *appsv1beta1.StatefulSet {
@@ -76,94 +70,6 @@ func stsSettled(replicas int32) func(*appsv1beta1.StatefulSet) bool {
 			st.AvailableReplicas == replicas && st.UpdatedReplicas == replicas && st.CurrentRevision == st.UpdateRevision
 	}
 }
-
-// podLog records, with a watch of its own, every pod event of a namespace
-// in order: what the tests hold the controller's order to.
-type podLog struct {
-	mu     sync.Mutex
-	events []podEvent
-}
-
-type podEvent struct {
-	typ  watch.EventType
-	pod  *corev1.Pod
-	when time.Time
-}
-
-func logPods(t *testing.T, ns string) *podLog {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &podLog{}
-	go func() {
-		for ev := range w.ResultChan() {
-			if pod, ok := ev.Object.(*corev1.Pod); ok {
-				l.mu.Lock()
-				l.events = append(l.events, podEvent{typ: ev.Type, pod: pod, when: time.Now()})
-				l.mu.Unlock()
-			}
-		}
-	}()
-	return l
-}
-
-func (l *podLog) all() []podEvent {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.events)
-}
-
-// order lists the pods in the order of their first event of kind match.
-func (l *podLog) order(match func(podEvent) bool) []string { return l.orderSince(0, match) }
-
-// mark is where the log is now, for orderSince.
-func (l *podLog) mark() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.events)
-}
-
-// orderSince is order over the events after mark.
-func (l *podLog) orderSince(mark int, match func(podEvent) bool) []string {
-	var out []string
-	for _, ev := range l.all()[mark:] {
-		if match(ev) && !slices.Contains(out, ev.pod.Name) {
-			out = append(out, ev.pod.Name)
-		}
-	}
-	return out
-}
-
-// mostNotReady is the most pods the log saw not Ready (or gone) at once
-// among those named, once all had been Ready.
-func (l *podLog) mostNotReady(names []string) int {
-	ready := map[string]bool{}
-	most, started := 0, false
-	for _, ev := range l.all() {
-		if !slices.Contains(names, ev.pod.Name) {
-			continue
-		}
-		ready[ev.pod.Name] = ev.typ != watch.Deleted && ev.pod.DeletionTimestamp == nil && podCondition(ev.pod, corev1.PodReady) == corev1.ConditionTrue
-		n := 0
-		for _, name := range names {
-			if !ready[name] {
-				n++
-			}
-		}
-		started = started || n == 0
-		if started {
-			most = max(most, n)
-		}
-	}
-	return most
-}
-
-func isCreate(ev podEvent) bool { return ev.typ == watch.Added }
-func isDelete(ev podEvent) bool { return ev.typ == watch.Deleted || ev.pod.DeletionTimestamp != nil }
 
 // TestAdvancedStatefulSetOrderedScaleAndPartitionedUpdate: an OrderedReady
 // set makes its pods one ordinal at a time in order, each with its
@@ -229,16 +135,6 @@ func TestAdvancedStatefulSetOrderedScaleAndPartitionedUpdate(t *testing.T) {
 	if got := log.orderSince(mark, isDelete); !slices.Equal(got, []string{"db-2", "db-1"}) {
 		t.Fatalf("scale-down deleted %v, want db-2 then db-1", got)
 	}
-}
-
-// readyBefore reports whether the log saw name Ready before t.
-func readyBefore(events []podEvent, name string, t time.Time) bool {
-	for _, ev := range events {
-		if ev.pod.Name == name && ev.when.Before(t) && podCondition(ev.pod, corev1.PodReady) == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
 }
 
 // TestAdvancedStatefulSetScaleDownUnderPreDeleteHook: an OrderedReady
@@ -319,50 +215,6 @@ func TestAdvancedStatefulSetV1alpha1EditKeepsReservedOrdinals(t *testing.T) {
 	}
 }
 
-func stsPodNames(t *testing.T, ns string) []string {
-	t.Helper()
-	list, err := client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil {
-			names = append(names, p.Name)
-		}
-	}
-	sort.Strings(names)
-	return names
-}
-
-// TestPersistentPodStateOverAdvancedStatefulSet: a PersistentPodState
-// targets an Advanced StatefulSet as it does a native one: its Ready pods
-// are recorded (the reserved ordinal has none), the target is Ready, and a
-// pod deleted comes back in its recorded zone.
-func TestPersistentPodStateOverAdvancedStatefulSet(t *testing.T) {
-	ns := newNamespace(t)
-	set := newAdvancedStatefulSet(ns, "db", 3, appsv1.ParallelPodManagement)
-	set.Spec.ReserveOrdinals = []intstr.IntOrString{intstr.FromInt32(1)}
-	set.Spec.UpdateStrategy.RollingUpdate = &appsv1beta1.RollingUpdateStatefulSetStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(2))}
-	if err := k8s.Create(context.Background(), set); err != nil {
-		t.Fatal(err)
-	}
-	create(t, &appsv1alpha1.PersistentPodState{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, Spec: appsv1alpha1.PersistentPodStateSpec{
-		TargetReference:            appsv1alpha1.TargetReference{APIVersion: "apps.kruise.io/v1beta1", Kind: "StatefulSet", Name: "db"},
-		RequiredPersistentTopology: &appsv1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{corev1.LabelTopologyZone}}}})
-	pods := []string{"db-0", "db-2", "db-3"}
-	pps := waitRecords(t, ns, "db", pods...)
-	if c := findCondition(pps.Status.Conditions, "TargetReady"); c == nil || c.Status != metav1.ConditionTrue {
-		t.Fatalf("TargetReady %+v", c)
-	}
-	for name, pod := range rebuild(t, ns, []string{"db-2"}) {
-		zone := pps.Status.PodStates[name].NodeTopologyLabels[corev1.LabelTopologyZone]
-		if zone == "" || pod.Spec.NodeSelector[corev1.LabelTopologyZone] != zone || nodeZone(t, pod.Spec.NodeName) != zone {
-			t.Errorf("%s came back on %s (zone %s) with selector %v, recorded zone %s", name, pod.Spec.NodeName, nodeZone(t, pod.Spec.NodeName), pod.Spec.NodeSelector, zone)
-		}
-	}
-}
-
 // TestAdvancedStatefulSetUpdatesInPlace: with InPlaceIfPossible (and the
 // InPlaceUpdateReady gate the template must declare), an image change
 // keeps every pod: same UID, new image, Ready again, one at a time from
@@ -421,101 +273,6 @@ func TestAdvancedStatefulSetUpdatesInPlace(t *testing.T) {
 		}
 		if string(pod.UID) != uid || pod.Spec.Containers[0].Image != "db:2" || pod.Labels[pub.LifecycleStateKey] != "Normal" {
 			t.Errorf("%s: uid %s (was %s), image %s, state %s", name, pod.UID, uid, pod.Spec.Containers[0].Image, pod.Labels[pub.LifecycleStateKey])
-		}
-	}
-}
-
-// TestKubectlDrainOfAdvancedStatefulSetHonoursTheBudget: kubectl drain of
-// a node holding the four pods of an Advanced StatefulSet under a budget
-// allowing one unavailable: the budget counts the set's replicas through
-// its scale subresource, the drain evicts the pods one at a time as the
-// set recreates each (same name) on the other node, and a watch of the
-// pods never sees fewer than three available.
-func TestKubectlDrainOfAdvancedStatefulSetHonoursTheBudget(t *testing.T) {
-	ctx := context.Background()
-	ns := newNamespace(t)
-	drainNodes(t, "asts-drain-a", "asts-drain-b")
-	set := newAdvancedStatefulSet(ns, "drained", 4, appsv1.ParallelPodManagement)
-	set.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "lifeline.dev/drain-test", Operator: corev1.TolerationOpExists}}
-	set.Spec.Template.Spec.Affinity = onNodes([]string{"asts-drain-a", "asts-drain-b"})
-	if err := k8s.Create(ctx, set); err != nil {
-		t.Fatal(err)
-	}
-	create(t, newBudget(ns, "drained", policyv1alpha1.PodUnavailableBudgetSpec{
-		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "drained"}}, MaxUnavailable: ptr.To(intstr.FromInt32(1))}))
-	waitBudget(t, ns, "drained", policyv1alpha1.PodUnavailableBudgetStatus{TotalReplicas: 4, DesiredAvailable: 3, CurrentAvailable: 4, UnavailableAllowed: 1})
-	if _, err := client.CoreV1().Nodes().Patch(ctx, "asts-drain-b", types.MergePatchType, []byte(`{"spec":{"unschedulable":false}}`), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	fewest := watchAvailable(t, ns, "app=drained")
-	out, err := exec.Command(local.Binaries["kubectl"], "--kubeconfig", local.Kubeconfig, "drain", "asts-drain-a",
-		"--ignore-daemonsets", "--delete-emptydir-data", "--timeout=3m").CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl drain: %v\n%s", err, out)
-	}
-	if n := strings.Count(string(out), " evicted"); n != 4 {
-		t.Errorf("%d pods evicted, want 4:\n%s", n, out)
-	}
-	if !strings.Contains(string(out), "PodUnavailableBudget drained allows no more unavailable pods") {
-		t.Errorf("kubectl drain never waited on the budget:\n%s", out)
-	}
-	waitAdvancedStatefulSet(t, set, "4 pods Ready again", stsSettled(4))
-	for _, p := range livePods(t, ns, "app=drained") {
-		if p.Spec.NodeName != "asts-drain-b" {
-			t.Errorf("%s runs on %s after the drain, want asts-drain-b", p.Name, p.Spec.NodeName)
-		}
-	}
-	if n := fewest(); n < 3 {
-		t.Errorf("%d pods available at the worst moment of the drain, want at least 3", n)
-	}
-}
-
-// TestHookGuardOfAdvancedStatefulSet: with lifeline.dev/guard-hooks on an
-// Advanced StatefulSet, a kubectl delete of its pod is refused and the pod
-// goes through its preDelete hook instead: held in PreparingDelete until
-// its operator (this test) releases it, then deleted by the set and made
-// again at the same ordinal.
-func TestHookGuardOfAdvancedStatefulSet(t *testing.T) {
-	ns := newNamespace(t)
-	log := logPods(t, ns)
-	const hook = "example.com/registered"
-	set := newAdvancedStatefulSet(ns, "db", 2, appsv1.ParallelPodManagement)
-	set.Annotations = map[string]string{appsv1alpha1.GuardHooksAnnotation: "true"}
-	set.Spec.Template.Labels[hook] = "true"
-	set.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{hook: "true"}}}
-	if err := k8s.Create(context.Background(), set); err != nil {
-		t.Fatal(err)
-	}
-	waitAdvancedStatefulSet(t, set, "2 pods Ready", stsSettled(2))
-	victim, err := client.CoreV1().Pods(ns).Get(context.Background(), "db-1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(local.Binaries["kubectl"], "--kubeconfig", local.Kubeconfig, "-n", ns, "delete", "pod", "db-1", "--wait=false").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "guarded by StatefulSet db") || !strings.Contains(string(out), "Forbidden") {
-		t.Fatalf("kubectl delete of a guarded pod: %v\n%s", err, out)
-	}
-	eventually(t, time.Minute, "db-1 held in PreparingDelete", func(ctx context.Context) (bool, string, error) {
-		pod, err := client.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		return pod.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStatePreparingDelete), fmt.Sprint(pod.Labels), nil
-	})
-	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, hook))
-	if _, err := client.CoreV1().Pods(ns).Patch(context.Background(), "db-1", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, time.Minute, "db-1 made again", func(ctx context.Context) (bool, string, error) {
-		pod, err := client.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		return pod.UID != victim.UID && podCondition(pod, corev1.PodReady) == corev1.ConditionTrue, string(pod.UID), nil
-	})
-	for _, ev := range log.all() {
-		if isDelete(ev) && ev.pod.Labels[hook] == "true" {
-			t.Fatalf("%s was deleted while its preDelete hook held it", ev.pod.Name)
 		}
 	}
 }
