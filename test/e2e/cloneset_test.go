@@ -162,7 +162,7 @@ func TestCloneSetScalesUpWithNamedPodsAndFullStatus(t *testing.T) {
 // corpus CloneSet of that name (internal/revision/testdata).
 func kruiseRevisionName(t *testing.T, name string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "internal", "cloneset", "revision", "testdata", "kruise-v1.9.0.json"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "internal", "revision", "testdata", "kruise-v1.9.0.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -237,7 +237,7 @@ func probe(t *testing.T) error {
 	cs := newCloneSet(ns, "probe", 2)
 	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
 	cs.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{claimTemplate("data", "1Gi")}
-	sts := newAdvancedStatefulSet(ns, "probe-sts", 1, appsv1.ParallelPodManagement)
+	sts := newAdvancedStatefulSet(ns, "probe-asts", 1, appsv1.ParallelPodManagement)
 	csReady := func(replicas int32, image string) func(ctx context.Context) (bool, string, error) {
 		return func(ctx context.Context) (bool, string, error) {
 			got := &appsv1alpha1.CloneSet{}

@@ -90,7 +90,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return err
 		}
 		r.Mapper = mgr.GetRESTMapper()
-		if r.Scales, err = scale.NewForConfig(mgr.GetConfig(), r.Mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(dc)); err != nil {
+		if r.Scales, err = scale.NewForConfig(mgr.GetConfig(), exactGroup{r.Mapper}, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(dc)); err != nil {
 			return err
 		}
 	}
@@ -430,6 +430,28 @@ func (r *Reconciler) templateWorkloads(ctx context.Context, namespace string, se
 		add(&cloneSets.Items[i], cloneSets.Items[i].Spec.Template.Labels, appsv1alpha1.GroupVersion.WithKind("CloneSet"))
 	}
 	return tops, nil
+}
+
+// exactGroup is the RESTMapper the scale client resolves resources with:
+// it answers ResourceFor with a resource of the very group asked for. The
+// manager's mapper answers a group-qualified resource with those of every
+// group whose name begins with it too, apps.kruise.io's first: the scale of the
+// StatefulSet "db" (apps) was read from the Advanced StatefulSet "db"
+// (apps.kruise.io), found missing, and its budget expected no pod. The
+// PodUnavailableBudget e2e matrix fails without it.
+type exactGroup struct{ meta.RESTMapper }
+
+func (m exactGroup) ResourceFor(in schema.GroupVersionResource) (schema.GroupVersionResource, error) {
+	all, err := m.RESTMapper.ResourcesFor(in)
+	if err != nil {
+		return schema.GroupVersionResource{}, err
+	}
+	for _, r := range all {
+		if r.Group == in.Group && (in.Version == "" || r.Version == in.Version) {
+			return r, nil
+		}
+	}
+	return schema.GroupVersionResource{}, &meta.NoResourceMatchError{PartialResource: in}
 }
 
 // scaleOf reads a workload's scale subresource; nil when the workload is
