@@ -347,7 +347,7 @@ func probe(t *testing.T) error {
 		},
 		func() error {
 			pods := &corev1.PodList{}
-			if err := k8s.List(ctx, pods, ctrlclient.InNamespace(ns)); err != nil || len(pods.Items) == 0 {
+			if err := k8s.List(ctx, pods, ctrlclient.InNamespace(ns), ctrlclient.MatchingLabels{"app": "probe"}); err != nil || len(pods.Items) == 0 {
 				return fmt.Errorf("eviction refused: no pod (%v)", err)
 			}
 			err := client.CoreV1().Pods(ns).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pods.Items[0].Name}})
