@@ -116,7 +116,7 @@ func (v *view) condemn(mono bool, p *Plan) ([]podlife.Action, bool) {
 			}
 			continue
 		}
-		if mono && !Healthy(pod) && podfacts.State(pod) != pub.LifecycleStatePreparingDelete && !v.lowestUnhealthy(v.condemned[i:], pod) {
+		if mono && !Healthy(pod) && podfacts.State(pod) != pub.LifecycleStatePreparingDelete && !lowestUnhealthy(v.condemned[i:]) {
 			p.Waiting = fmt.Sprintf("pod %s is not healthy; a lower condemned pod goes first", pod.Name)
 			return actions, true
 		}
@@ -155,10 +155,10 @@ func heldForReplacement(pod *corev1.Pod) bool {
 	return marked && pod.DeletionTimestamp == nil && podfacts.State(pod) == pub.LifecycleStatePreparingDelete
 }
 
-// lowestUnhealthy reports whether pod is the lowest-ordinal unhealthy pod
-// among the condemned below it (rest is sorted highest first), held pods
-// aside.
-func (v *view) lowestUnhealthy(rest []*corev1.Pod, pod *corev1.Pod) bool {
+// lowestUnhealthy reports whether rest[0] is the lowest-ordinal unhealthy
+// pod among the condemned from it down (rest is sorted highest first),
+// held pods aside.
+func lowestUnhealthy(rest []*corev1.Pod) bool {
 	for _, other := range rest[1:] {
 		if !Healthy(other) && podfacts.State(other) != pub.LifecycleStatePreparingDelete {
 			return false

@@ -3,8 +3,6 @@ package planner
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
@@ -93,18 +91,4 @@ func claimStatus(s Snapshot) []appsv1beta1.VolumeClaimStatus {
 		out = append(out, vs)
 	}
 	return out
-}
-
-// StatusChanged reports whether a status is worth writing. Unlike
-// OpenKruise, which skips a write when only the updated-ready or
-// updated-available counts or the conditions change (so they go stale),
-// any difference is written.
-func StatusChanged(old, cur appsv1beta1.StatefulSetStatus) bool {
-	a, b := old.DeepCopy(), cur.DeepCopy()
-	for _, st := range []*appsv1beta1.StatefulSetStatus{a, b} {
-		for i := range st.Conditions {
-			st.Conditions[i].LastTransitionTime = metav1.Time{}
-		}
-	}
-	return !apiequality.Semantic.DeepEqual(*a, *b)
 }
