@@ -1,5 +1,5 @@
-// Command lifeline-bridge keeps a service registry in step with CloneSet
-// pods through their lifecycle hooks: a pod is registered before it counts
+// Command lifeline-bridge keeps a service registry in step with the pods of
+// CloneSets and Advanced StatefulSets through their lifecycle hooks: a pod is registered before it counts
 // as available and unregistered before it is updated or deleted. It is
 // configured from a file (see internal/bridge.Config).
 package main
@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/bridge"
 	"github.com/lifeline-k8s/lifeline/internal/cachetrim"
 	"github.com/lifeline-k8s/lifeline/internal/metricsauth"
@@ -93,14 +92,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if err := appsv1alpha1.AddToScheme(mgr.GetScheme()); err != nil {
+	if err := hook.AddToScheme(mgr.GetScheme()); err != nil {
 		return err
 	}
 	b := &bridge.Bridge{Config: cfg, Registry: registry, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Log: log}
 	if c, ok := registry.(interface{ Changed() <-chan struct{} }); ok {
 		b.Changed = c.Changed()
 	}
-	if err := hook.Add(mgr, b.Handlers(), hook.Options{Name: cfg.Name, CloneSets: cfg.Selector(), Timeout: cfg.Timeout.Duration}); err != nil {
+	if err := hook.Add(mgr, b.Handlers(), hook.Options{Name: cfg.Name, Follow: cfg.Follow(), Timeout: cfg.Timeout.Duration}); err != nil {
 		return err
 	}
 	if err := mgr.Add(b); err != nil {

@@ -1,7 +1,8 @@
 // Command registry-operator is seed 001's hook operator on Lifeline's SDK, with
-// a Consul agent as the registry: it registers each CloneSet pod once available,
-// takes it out before an in-place update and puts it back after, and takes it
-// out before deletion; the SDK calls these in time and flips the hook labels.
+// a Consul agent as the registry: it registers each pod of a CloneSet or an
+// Advanced StatefulSet once available, takes it out before an in-place update
+// and puts it back after, and takes it out before deletion; the SDK calls these
+// in time and flips the hook labels.
 package main
 
 import (
@@ -36,7 +37,7 @@ func put(ctx context.Context, path string, body any) error {
 
 func register(ctx context.Context, e hook.Event) error { // postRegistry
 	return put(ctx, "/v1/agent/service/register", map[string]any{"ID": e.Pod.Namespace + "-" + e.Pod.Name,
-		"Name": e.CloneSet.Name, "Address": e.Pod.Status.PodIP, "Meta": map[string]string{"revision": e.Revision, "uid": string(e.Pod.UID)}})
+		"Name": e.Workload.Name(), "Address": e.Pod.Status.PodIP, "Meta": map[string]string{"revision": e.Revision, "uid": string(e.Pod.UID)}})
 }
 
 func unregister(ctx context.Context, e hook.Event) error { // postFailOver, postUnregister
@@ -48,7 +49,7 @@ func main() {
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err == nil {
 		err = hook.Add(mgr, hook.Handlers{Registered: register, BeforeUpdate: unregister, AfterUpdate: register, BeforeDelete: unregister},
-			hook.Options{Name: "seed001"})
+			hook.Options{Name: "seed001", Follow: []hook.Follow{{Kind: hook.KindCloneSet}, {Kind: hook.KindStatefulSet}}})
 	}
 	if err == nil {
 		err = mgr.Start(ctrl.SetupSignalHandler())

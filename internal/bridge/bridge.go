@@ -10,16 +10,15 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
-	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/pkg/hook"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
-// Bridge keeps a Registry in step with the pods of the selected CloneSets.
+// Bridge keeps a Registry in step with the pods of the workloads it
+// follows.
 type Bridge struct {
 	Config   *Config
 	Registry Registry
@@ -48,7 +47,7 @@ func (b *Bridge) Handlers() hook.Handlers {
 }
 
 func (b *Bridge) register(ctx context.Context, e hook.Event) error {
-	inst, err := instanceOf(e.Pod, e.CloneSet.Name, b.Config.Port, b.Config.PortName)
+	inst, err := instanceOf(e.Pod, e.Workload.Name(), b.Config.Port, b.Config.PortName)
 	if err != nil {
 		return err
 	}
@@ -58,7 +57,7 @@ func (b *Bridge) register(ctx context.Context, e hook.Event) error {
 }
 
 func (b *Bridge) unregister(ctx context.Context, e hook.Event) error {
-	id := e.Pod.Namespace + "/" + e.CloneSet.Name + "/" + e.Pod.Name
+	id := Instance{Namespace: e.Pod.Namespace, Workload: e.Workload.Name(), Pod: e.Pod.Name}.ID()
 	defer b.locks.lock(id)()
 	b.Log.V(1).Info("unregistering", "id", id, "moment", e.Moment, "revision", e.Revision, "uid", e.Pod.UID)
 	return observe("unregister", b.Registry.Unregister(ctx, id))
@@ -162,7 +161,7 @@ func (b *Bridge) restore(ctx context.Context, p podView) error {
 	if string(pod.UID) != p.inst.UID || !eligible(pod, b.Config.Name, time.Now()) {
 		return nil
 	}
-	inst, err := instanceOf(pod, p.inst.CloneSet, b.Config.Port, b.Config.PortName)
+	inst, err := instanceOf(pod, p.inst.Workload, b.Config.Port, b.Config.PortName)
 	if err != nil {
 		return nil
 	}
@@ -191,38 +190,22 @@ type podView struct {
 	stale bool
 }
 
-// pods lists the pods of the selected CloneSets.
+// pods lists the pods of the followed workloads.
 func (b *Bridge) pods(ctx context.Context) ([]podView, error) {
-	sets := &appsv1alpha1.CloneSetList{}
-	var opts []client.ListOption
-	if b.Config.Namespace != "" {
-		opts = append(opts, client.InNamespace(b.Config.Namespace))
-	}
-	if s := b.Config.Selector(); s != nil {
-		opts = append(opts, client.MatchingLabelsSelector{Selector: s})
-	}
-	if err := b.Client.List(ctx, sets, opts...); err != nil {
+	workloads, err := hook.ListWorkloads(ctx, b.Client, b.Config.Follow(), b.Config.Namespace)
+	if err != nil {
 		return nil, err
 	}
 	var out []podView
-	for i := range sets.Items {
-		cs := &sets.Items[i]
-		selector, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
-		if err != nil || selector.Empty() {
-			continue
-		}
-		pods := &corev1.PodList{}
-		if err := b.Client.List(ctx, pods, client.InNamespace(cs.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+	for _, w := range workloads {
+		pods, err := hook.PodsOf(ctx, b.Client, w)
+		if err != nil {
 			return nil, err
 		}
-		for j := range pods.Items {
-			pod := &pods.Items[j]
-			if ref := metav1.GetControllerOf(pod); ref == nil || ref.UID != cs.UID {
-				continue
-			}
-			inst, err := instanceOf(pod, cs.Name, b.Config.Port, b.Config.PortName)
+		for _, pod := range pods {
+			inst, err := instanceOf(pod, w.Name(), b.Config.Port, b.Config.PortName)
 			if err != nil {
-				inst = Instance{Namespace: pod.Namespace, CloneSet: cs.Name, Pod: pod.Name, UID: string(pod.UID)}
+				inst = Instance{Namespace: pod.Namespace, Workload: w.Name(), Pod: pod.Name, UID: string(pod.UID)}
 			}
 			out = append(out, podView{pod: pod, inst: inst, instErr: err})
 		}

@@ -1,4 +1,5 @@
-// Package bridge keeps a service registry in step with CloneSet pods: it is
+// Package bridge keeps a service registry in step with the pods of
+// CloneSets and Advanced StatefulSets: it is
 // a hook operator (pkg/hook) whose handlers register a pod before it
 // counts as available and unregister it before it is updated or deleted,
 // and a reconciler that, on start and then periodically, removes from the
@@ -16,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lifeline-k8s/lifeline/pkg/hook"
 )
 
 // Config is the bridge's configuration file.
@@ -25,8 +28,11 @@ type Config struct {
 	// "registry".
 	Name string `json:"name,omitempty"`
 	// CloneSets selects by label the CloneSets whose pods are registered;
-	// empty selects all.
+	// empty selects all. Used when Workloads is empty.
 	CloneSets *metav1.LabelSelector `json:"cloneSets,omitempty"`
+	// Workloads names the workloads whose pods are registered, by kind
+	// and label, instead of CloneSets.
+	Workloads []WorkloadSelector `json:"workloads,omitempty"`
 	// Namespace limits the bridge to one namespace; empty for all.
 	Namespace string `json:"namespace,omitempty"`
 	// Port is the port registered for each instance; PortName, instead,
@@ -43,6 +49,14 @@ type Config struct {
 	// Exactly one backend.
 	Etcd *EtcdConfig `json:"etcd,omitempty"`
 	HTTP *HTTPConfig `json:"http,omitempty"`
+}
+
+// WorkloadSelector selects the workloads of a kind: CloneSet or
+// StatefulSet (both apps.kruise.io; the StatefulSet is the Advanced one).
+type WorkloadSelector struct {
+	Kind string `json:"kind"`
+	// Selector selects by label; empty selects every one of the kind.
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 }
 
 // EtcdConfig is the etcd registry: one key per instance,
@@ -125,6 +139,7 @@ func (c *Config) Validate() field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("cloneSets"), c.CloneSets, err.Error()))
 		}
 	}
+	errs = append(errs, c.validateWorkloads()...)
 	switch {
 	case c.Port == 0 && c.PortName == "":
 		errs = append(errs, field.Required(field.NewPath("port"), "set port or portName"))
@@ -160,11 +175,55 @@ func (c *Config) Validate() field.ErrorList {
 	return errs
 }
 
-// Selector is the CloneSet selector, nil for all.
-func (c *Config) Selector() labels.Selector {
-	if c.CloneSets == nil {
+func (c *Config) validateWorkloads() field.ErrorList {
+	var errs field.ErrorList
+	p := field.NewPath("workloads")
+	if len(c.Workloads) > 0 && c.CloneSets != nil {
+		errs = append(errs, field.Forbidden(field.NewPath("cloneSets"), "set cloneSets or workloads, not both: put the CloneSet selector in workloads"))
+	}
+	seen := map[string]bool{}
+	for i, w := range c.Workloads {
+		switch hook.Kind(w.Kind) {
+		case hook.KindCloneSet, hook.KindStatefulSet:
+			if seen[w.Kind] {
+				errs = append(errs, field.Duplicate(p.Index(i).Child("kind"), w.Kind))
+			}
+			seen[w.Kind] = true
+		case "":
+			errs = append(errs, field.Required(p.Index(i).Child("kind"), "CloneSet or StatefulSet"))
+		default:
+			errs = append(errs, field.NotSupported(p.Index(i).Child("kind"), w.Kind, []string{string(hook.KindCloneSet), string(hook.KindStatefulSet)}))
+		}
+		if w.Selector != nil {
+			if _, err := metav1.LabelSelectorAsSelector(w.Selector); err != nil {
+				errs = append(errs, field.Invalid(p.Index(i).Child("selector"), w.Selector, err.Error()))
+			}
+		}
+	}
+	return errs
+}
+
+// Follow names the workloads the bridge follows, for the hook SDK.
+func (c *Config) Follow() []hook.Follow {
+	if len(c.Workloads) == 0 {
+		return []hook.Follow{{Kind: hook.KindCloneSet, Selector: selector(c.CloneSets)}}
+	}
+	out := make([]hook.Follow, 0, len(c.Workloads))
+	for _, w := range c.Workloads {
+		out = append(out, hook.Follow{Kind: hook.Kind(w.Kind), Selector: selector(w.Selector)})
+	}
+	return out
+}
+
+// selector is s as a labels.Selector, nil for none or an invalid one
+// (Validate reports those).
+func selector(s *metav1.LabelSelector) labels.Selector {
+	if s == nil {
 		return nil
 	}
-	s, _ := metav1.LabelSelectorAsSelector(c.CloneSets)
-	return s
+	out, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		return nil
+	}
+	return out
 }

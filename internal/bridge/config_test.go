@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lifeline-k8s/lifeline/pkg/hook"
 )
 
 func writeConfig(t *testing.T, text string) string {
@@ -30,8 +32,38 @@ etcd: {endpoints: ["127.0.0.1:2379"]}
 		c.Etcd.LeaseKey != "/lifeline-bridge/registry/lease" || c.Resync.Duration != 30*time.Second {
 		t.Errorf("defaults: %+v %+v", c, c.Etcd)
 	}
-	if s := c.Selector(); s == nil || s.String() != "registry=enabled" {
-		t.Errorf("selector %v", s)
+	if f := c.Follow(); len(f) != 1 || f[0].Kind != hook.KindCloneSet || f[0].Selector == nil || f[0].Selector.String() != "registry=enabled" {
+		t.Errorf("follow %v", f)
+	}
+}
+
+func TestLoadConfigWorkloads(t *testing.T) {
+	c, err := LoadConfig(writeConfig(t, `
+workloads:
+- kind: CloneSet
+- kind: StatefulSet
+  selector: {matchLabels: {registry: enabled}}
+port: 8080
+etcd: {endpoints: ["127.0.0.1:2379"]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := c.Follow()
+	if len(f) != 2 || f[0].Kind != hook.KindCloneSet || f[0].Selector != nil || f[1].Kind != hook.KindStatefulSet || f[1].Selector.String() != "registry=enabled" {
+		t.Errorf("follow %v", f)
+	}
+	_, err = LoadConfig(writeConfig(t, `
+cloneSets: {matchLabels: {a: b}}
+workloads: [{kind: DaemonSet}, {kind: CloneSet}, {kind: CloneSet}, {selector: {matchLabels: {"a b": c}}}]
+port: 8080
+etcd: {endpoints: ["127.0.0.1:2379"]}
+`))
+	for _, want := range []string{"cloneSets: Forbidden", `workloads[0].kind: Unsupported value: "DaemonSet"`, "workloads[2].kind: Duplicate",
+		"workloads[3].kind: Required", "workloads[3].selector: Invalid"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in: %v", want, err)
+		}
 	}
 }
 

@@ -72,7 +72,7 @@ func TestEtcdRegistryAgainstARealEtcd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := Instance{IP: "10.0.0.7", Port: 8080, Pod: "web-abcde", Namespace: "demo", CloneSet: "web", UID: "uid-1"}
+	inst := Instance{IP: "10.0.0.7", Port: 8080, Pod: "web-abcde", Namespace: "demo", Workload: "web", UID: "uid-1"}
 	if err := e.Register(ctx, inst); err != nil {
 		t.Fatal(err)
 	}

@@ -25,9 +25,10 @@ import (
 // request through which the reconcile finds the bridge's own entries.
 //
 // Templates are Go text/template over the instance: .ID (namespace/
-// cloneset/pod), .IP, .Port, .Pod, .Namespace, .CloneSet, .Node,
+// workload/pod), .IP, .Port, .Pod, .Namespace, .Workload (the name of the
+// pod's CloneSet or Advanced StatefulSet; .CloneSet is the same), .Node,
 // .Revision, .Labels, .UID and .Bridge (the bridge's name); an unregister
-// request knows only .ID, .Namespace, .CloneSet, .Pod and .Bridge. The
+// request knows only .ID, .Namespace, .Workload, .Pod and .Bridge. The
 // functions pathEscape, queryEscape and json escape values.
 type HTTPConfig struct {
 	Register   HTTPRequest `json:"register"`
@@ -135,7 +136,7 @@ func checkTemplate(text string) error {
 	if err != nil {
 		return err
 	}
-	sample := Instance{IP: "10.0.0.1", Port: 80, Pod: "p", Namespace: "ns", CloneSet: "cs", Labels: map[string]string{}}
+	sample := Instance{IP: "10.0.0.1", Port: 80, Pod: "p", Namespace: "ns", Workload: "cs", Labels: map[string]string{}}
 	return t.Execute(io.Discard, templateData{Instance: sample, ID: sample.ID(), Bridge: "b"})
 }
 
@@ -190,10 +191,13 @@ type templateData struct {
 	Instance
 	ID     string
 	Bridge string
+	// CloneSet is .Workload under its name of before the bridge followed
+	// other kinds, so templates written then keep working.
+	CloneSet string
 }
 
 func (h *HTTP) data(inst Instance) templateData {
-	return templateData{Instance: inst, ID: inst.ID(), Bridge: h.cfg.Bridge}
+	return templateData{Instance: inst, ID: inst.ID(), Bridge: h.cfg.Bridge, CloneSet: inst.Workload}
 }
 
 // Register sends the register request.
@@ -208,7 +212,7 @@ func (h *HTTP) Unregister(ctx context.Context, id string) error {
 	if !ok {
 		return fmt.Errorf("malformed instance id %q", id)
 	}
-	_, err := h.do(ctx, h.cfg.Unregister, h.data(Instance{Namespace: ns, CloneSet: cs, Pod: pod}), true)
+	_, err := h.do(ctx, h.cfg.Unregister, h.data(Instance{Namespace: ns, Workload: cs, Pod: pod}), true)
 	return err
 }
 

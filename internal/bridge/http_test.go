@@ -39,8 +39,8 @@ func TestHTTPRegistryAgainstARealConsul(t *testing.T) {
 	if err := h.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
-	inst := Instance{IP: "10.0.0.7", Port: 8080, Pod: "web-abcde", Namespace: "demo", CloneSet: "web", UID: "uid-1"}
-	foreign := Instance{IP: "10.0.0.9", Port: 80, Pod: "api-xyz", Namespace: "demo", CloneSet: "api", UID: "uid-9"}
+	inst := Instance{IP: "10.0.0.7", Port: 8080, Pod: "web-abcde", Namespace: "demo", Workload: "web", UID: "uid-1"}
+	foreign := Instance{IP: "10.0.0.9", Port: 80, Pod: "api-xyz", Namespace: "demo", Workload: "api", UID: "uid-9"}
 	if err := h.Register(ctx, inst); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Instance is what the registry holds for one pod.
@@ -19,16 +18,19 @@ type Instance struct {
 	// UID is the pod's UID, by which the entry of a pod replaced by one of
 	// the same name is told apart.
 	UID string `json:"uid"`
-	// CloneSet is the pod's CloneSet, part of its key, not of its value.
-	CloneSet string `json:"-"`
+	// Workload is the name of the pod's workload (a CloneSet or an
+	// Advanced StatefulSet), part of its key, not of its value.
+	Workload string `json:"-"`
 }
 
-// ID names an instance in the registry: <namespace>/<cloneset>/<pod>.
-func (i Instance) ID() string { return i.Namespace + "/" + i.CloneSet + "/" + i.Pod }
+// ID names an instance in the registry: <namespace>/<workload>/<pod>. Pod
+// names are unique in a namespace, so a CloneSet and an Advanced
+// StatefulSet of the same name never share an id.
+func (i Instance) ID() string { return i.Namespace + "/" + i.Workload + "/" + i.Pod }
 
-// instanceOf is the registry entry of pod, whose CloneSet is cloneSet. A
-// pod without an IP, or without the named port, has none yet.
-func instanceOf(pod *corev1.Pod, cloneSet string, port int32, portName string) (Instance, error) {
+// instanceOf is the registry entry of pod, whose workload is named
+// workload. A pod without an IP, or without the named port, has none yet.
+func instanceOf(pod *corev1.Pod, workload string, port int32, portName string) (Instance, error) {
 	if pod.Status.PodIP == "" {
 		return Instance{}, fmt.Errorf("pod %s/%s has no IP yet", pod.Namespace, pod.Name)
 	}
@@ -47,15 +49,6 @@ func instanceOf(pod *corev1.Pod, cloneSet string, port int32, portName string) (
 	}
 	return Instance{
 		IP: pod.Status.PodIP, Port: port, Pod: pod.Name, Namespace: pod.Namespace, Node: pod.Spec.NodeName,
-		Revision: pod.Labels["controller-revision-hash"], Labels: pod.Labels, UID: string(pod.UID), CloneSet: cloneSet,
+		Revision: pod.Labels["controller-revision-hash"], Labels: pod.Labels, UID: string(pod.UID), Workload: workload,
 	}, nil
-}
-
-// idOf is the registry id of pod, from its controlling CloneSet, or "".
-func idOf(pod *corev1.Pod) string {
-	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "CloneSet" {
-		return ""
-	}
-	return pod.Namespace + "/" + ref.Name + "/" + pod.Name
 }

@@ -1,12 +1,18 @@
-// Package hook makes a CloneSet hook operator a few lines: the program
-// says what to do at each moment of a pod's life, and the SDK watches the
-// pods, calls it exactly then, and releases the hook.
+// Package hook makes a hook operator a few lines: the program says what to
+// do at each moment of a pod's life, and the SDK watches the pods, calls it
+// exactly then, and releases the hook.
+//
+// An operator follows CloneSets by default. Options.Follow names the kinds
+// it follows, and which of them by label: CloneSet and the Advanced
+// StatefulSet (apps.kruise.io StatefulSet). The handlers are the same for
+// every kind; Event.Workload names the pod's workload, whatever its kind
+// (Event.CloneSet is set for a CloneSet's pods only).
 //
 // The moments are those of the seeds: BeforeNormal (a Ready pod waits in
 // PreparingNormal for the preNormal hook), Registered (a new pod is Normal
 // and Ready), BeforeUpdate (PreparingUpdate), AfterUpdate (Updated and
 // Ready) and BeforeDelete (PreparingDelete). Which labels and finalizers
-// hold a pod is read from the CloneSet's spec.lifecycle, unless
+// hold a pod is read from the workload's spec.lifecycle, unless
 // Options.Lifecycle names the handlers this operator owns.
 //
 // Releasing is one JSON patch of the pod, guarded by the labels and
@@ -50,7 +56,8 @@
 //	mgr.Start(ctrl.SetupSignalHandler())
 //
 // The operator needs to get, list, watch and patch pods, patch pods/status
-// (a late hook's condition), get, list and watch CloneSets, create events,
+// (a late hook's condition), get, list and watch CloneSets and Advanced
+// StatefulSets, create events,
 // get, create and update its leader lease, and, to serve metrics to
 // authorized scrapers only, create TokenReviews and SubjectAccessReviews;
 // the bridge's generated ClusterRole (config/bridge/role.yaml) is exactly

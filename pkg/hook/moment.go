@@ -14,7 +14,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
-// Moment is a point in a CloneSet pod's life at which a hook operator acts.
+// Moment is a point in a workload pod's life at which a hook operator acts.
 type Moment string
 
 const (
@@ -87,8 +87,11 @@ func (h Handlers) of(m Moment) Handler {
 
 // Event is one call of a handler.
 type Event struct {
-	Moment   Moment
-	Pod      *corev1.Pod
+	Moment Moment
+	Pod    *corev1.Pod
+	// Workload is the workload controlling the pod, whatever its kind.
+	Workload Workload
+	// CloneSet is the pod's CloneSet when the workload is one, else nil.
 	CloneSet *appsv1alpha1.CloneSet
 	// Revision is the pod's revision (its controller-revision-hash): the
 	// one it leaves at BeforeUpdate, the one it runs at AfterUpdate.

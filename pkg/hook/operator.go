@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -37,12 +36,16 @@ type Options struct {
 	// pods (hook.lifeline.dev/<name>). Required; two operators handling
 	// the same pods need different names.
 	Name string
+	// Follow names the workloads whose pods the operator handles, by kind
+	// and label. Nil follows CloneSets only, those CloneSets selects.
+	Follow []Follow
 	// CloneSets selects, by label, the CloneSets whose pods the operator
-	// handles; nil handles every CloneSet's.
+	// handles when Follow is nil; nil handles every CloneSet's. With
+	// Follow, it must be nil.
 	CloneSets labels.Selector
 	// Lifecycle names the handlers the operator owns, when several
-	// operators share a CloneSet's hooks. Nil owns every handler of the
-	// CloneSet's own spec.lifecycle.
+	// operators share a workload's hooks. Nil owns every handler of the
+	// workload's own spec.lifecycle.
 	Lifecycle *pub.Lifecycle
 	// CallTimeout bounds one handler call (default 30s).
 	CallTimeout time.Duration
@@ -64,7 +67,7 @@ type Options struct {
 // config/bridge/role.yaml for the bridge.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
-// +kubebuilder:rbac:groups=apps.kruise.io,resources=clonesets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps.kruise.io,resources=clonesets;statefulsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // An operator that serves its metrics to authenticated, authorized
 // scrapers (as lifeline-bridge does) delegates both to the API server.
@@ -74,13 +77,19 @@ type Options struct {
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 
 // Add registers an operator that calls h at each moment of the pods of the
-// selected CloneSets and releases their hooks, with mgr. The manager's
-// scheme gets the CloneSet types.
+// followed workloads and releases their hooks, with mgr. The manager's
+// scheme gets the workload types.
 func Add(mgr ctrl.Manager, h Handlers, o Options) error {
 	if err := validateName(o.Name); err != nil {
 		return err
 	}
-	if err := appsv1alpha1.AddToScheme(mgr.GetScheme()); err != nil {
+	if o.Follow != nil && o.CloneSets != nil {
+		return errors.New("hook: Options.CloneSets and Options.Follow are exclusive: put the CloneSet selector in Follow")
+	}
+	if err := ValidateFollow(o.Follow); err != nil {
+		return err
+	}
+	if err := AddToScheme(mgr.GetScheme()); err != nil {
 		return err
 	}
 	o = withDefaults(o)
@@ -89,12 +98,13 @@ func Add(mgr ctrl.Manager, h Handlers, o Options) error {
 		handlers: h, opts: o, handled: map[types.NamespacedName]string{},
 	}
 	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](o.MinBackoff, o.MaxBackoff)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("hook-"+o.Name).
-		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(ownedByCloneSet))).
-		Watches(&appsv1alpha1.CloneSet{}, handler.EnqueueRequestsFromMapFunc(op.podsOf)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, RateLimiter: limiter}).
-		Complete(op)
+		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(op.ownedByFollowed)))
+	for _, f := range o.Follow {
+		b = b.Watches(newObject(f.Kind), handler.EnqueueRequestsFromMapFunc(op.podsOf))
+	}
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, RateLimiter: limiter}).Complete(op)
 }
 
 func withDefaults(o Options) Options {
@@ -112,6 +122,9 @@ func withDefaults(o Options) Options {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.Follow == nil {
+		o.Follow = []Follow{{Kind: KindCloneSet, Selector: o.CloneSets}}
 	}
 	return o
 }
@@ -141,13 +154,13 @@ func (op *operator) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	cs, err := op.cloneSetOf(ctx, pod)
-	if err != nil || cs == nil {
+	w, ok, err := WorkloadOf(ctx, op.client, op.opts.Follow, pod)
+	if err != nil || !ok {
 		return reconcile.Result{}, err
 	}
 	hooks := op.opts.Lifecycle
 	if hooks == nil {
-		hooks = cs.Spec.Lifecycle
+		hooks = w.Lifecycle
 	}
 	now := op.opts.Clock.Now()
 	s, ok := due(pod, hooks, lastRecord(pod, op.opts.Name), now)
@@ -155,8 +168,9 @@ func (op *operator) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		op.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	e := Event{Moment: s.moment, Pod: pod, CloneSet: cs, Revision: s.revision,
+	e := Event{Moment: s.moment, Pod: pod, Workload: w, Revision: s.revision,
 		Key: fmt.Sprintf("%s/%s/%s/%s", op.opts.Name, pod.UID, s.moment, s.revision)}
+	e.CloneSet, _ = w.Object.(*appsv1alpha1.CloneSet)
 	if !op.wasHandled(req.NamespacedName, e.Key) {
 		if err := op.call(ctx, e); err != nil {
 			return reconcile.Result{}, errors.Join(err, op.flagIfLate(ctx, pod, s, err, now))
@@ -173,7 +187,7 @@ func (op *operator) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		return reconcile.Result{}, err
 	}
 	op.forget(req.NamespacedName)
-	op.recorder.Eventf(pod, cs, corev1.EventTypeNormal, "HookCompleted", string(s.moment),
+	op.recorder.Eventf(pod, w.Object, corev1.EventTypeNormal, "HookCompleted", string(s.moment),
 		"%s: %s done at revision %s; hook released", op.opts.Name, s.moment, s.revision)
 	return reconcile.Result{}, nil
 }
@@ -194,10 +208,10 @@ func (op *operator) call(ctx context.Context, e Event) error {
 	if err != nil {
 		result = "error"
 		handlerFailures.WithLabelValues(op.opts.Name, string(e.Moment)).Inc()
-		op.recorder.Eventf(e.Pod, e.CloneSet, corev1.EventTypeWarning, "HookHandlerFailed", string(e.Moment),
+		op.recorder.Eventf(e.Pod, e.Workload.Object, corev1.EventTypeWarning, "HookHandlerFailed", string(e.Moment),
 			"%s: %s handler failed after %s (the hook stays held; retrying): %v", op.opts.Name, e.Moment, took.Round(time.Millisecond), err)
 	} else {
-		op.recorder.Eventf(e.Pod, e.CloneSet, corev1.EventTypeNormal, "HookHandled", string(e.Moment),
+		op.recorder.Eventf(e.Pod, e.Workload.Object, corev1.EventTypeNormal, "HookHandled", string(e.Moment),
 			"%s: %s handler done in %s", op.opts.Name, e.Moment, took.Round(time.Millisecond))
 	}
 	handlerDuration.WithLabelValues(op.opts.Name, string(e.Moment), result).Observe(took.Seconds())
@@ -272,59 +286,28 @@ func (op *operator) send(ctx context.Context, p *podpatch.Patch) error {
 	return err
 }
 
-// cloneSetOf returns the CloneSet controlling pod if the operator handles
-// it, or nil.
-func (op *operator) cloneSetOf(ctx context.Context, pod *corev1.Pod) (*appsv1alpha1.CloneSet, error) {
-	ref := metav1.GetControllerOf(pod)
-	if ref == nil || !isCloneSet(ref) {
-		return nil, nil
-	}
-	cs := &appsv1alpha1.CloneSet{}
-	if err := op.client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: ref.Name}, cs); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	if cs.UID != ref.UID || (op.opts.CloneSets != nil && !op.opts.CloneSets.Matches(labels.Set(cs.Labels))) {
-		return nil, nil
-	}
-	return cs, nil
-}
-
-// podsOf maps a CloneSet to its pods, so a change of its lifecycle is seen.
+// podsOf maps a workload to its pods, so a change of its lifecycle is
+// seen.
 func (op *operator) podsOf(ctx context.Context, obj client.Object) []reconcile.Request {
-	cs, ok := obj.(*appsv1alpha1.CloneSet)
-	if !ok || cs.Spec.Selector == nil {
+	w, ok := workloadOf(obj)
+	if !ok {
 		return nil
 	}
-	selector, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
+	pods, err := PodsOf(ctx, op.client, w)
 	if err != nil {
+		log.FromContext(ctx).Error(err, "listing a workload's pods", "kind", w.Kind, "workload", w.Name())
 		return nil
 	}
-	pods := &corev1.PodList{}
-	if err := op.client.List(ctx, pods, client.InNamespace(cs.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for _, pod := range pods.Items {
-		if ref := metav1.GetControllerOf(&pod); ref != nil && ref.UID == cs.UID {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pod)})
-		}
+	out := make([]reconcile.Request, 0, len(pods))
+	for _, pod := range pods {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pod)})
 	}
 	return out
 }
 
-func ownedByCloneSet(obj client.Object) bool {
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && isCloneSet(ref)
-}
-
-// isCloneSet matches a CloneSet by group and kind, whatever the version,
-// so pods OpenKruise made (apps.kruise.io/v1beta1) are handled too.
-func isCloneSet(ref *metav1.OwnerReference) bool {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	return err == nil && gv.Group == appsv1alpha1.GroupVersion.Group && ref.Kind == "CloneSet"
+func (op *operator) ownedByFollowed(obj client.Object) bool {
+	_, ok := followed(op.opts.Follow, metav1.GetControllerOf(obj))
+	return ok
 }
 
 func (op *operator) wasHandled(pod types.NamespacedName, key string) bool {

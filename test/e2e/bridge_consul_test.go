@@ -172,7 +172,7 @@ func getJSON(ctx context.Context, url string, into any) error {
 }
 
 // TestSeed001OperatorExample runs examples/registry-operator, the SDK's
-// 59-line version of seed 001's operator, on seed 001's CloneSet (its
+// 60-line version of seed 001's operator, on seed 001's CloneSet (its
 // inPlaceUpdate and preDelete labels, no preNormal hook) with a real Consul
 // agent: new pods are registered once available, each is taken out before
 // its in-place update and put back after, and taken out before deletion,

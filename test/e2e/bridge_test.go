@@ -290,8 +290,10 @@ func hasSeq(got []string, want ...string) bool {
 // returns its path.
 func etcdBridgeConfig(t *testing.T, name, label, ns, endpoint string) string {
 	t.Helper()
-	config := fmt.Sprintf("name: %s\ncloneSets: {matchLabels: {registry: %s}}\nport: 8080\ntimeout: 3s\nresync: 2s\n"+
-		"etcd: {endpoints: [%q], prefix: /services, ttl: 5s}\n", name, label, endpoint)
+	// It follows both kinds, so the RBAC audit sees every rule of the
+	// bridge's role used.
+	config := fmt.Sprintf("name: %s\nworkloads: [{kind: CloneSet, selector: {matchLabels: {registry: %s}}}, {kind: StatefulSet, selector: {matchLabels: {registry: %s}}}]\n"+
+		"port: 8080\ntimeout: 3s\nresync: 2s\netcd: {endpoints: [%q], prefix: /services, ttl: 5s}\n", name, label, label, endpoint)
 	if ns != "" {
 		config += "namespace: " + ns + "\n"
 	}

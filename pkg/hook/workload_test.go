@@ -1,0 +1,104 @@
+package hook
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+)
+
+// statefulSetWorld is an Advanced StatefulSet, labelled tier=db, with
+// seed 001's inPlaceUpdate hook and one pod held for its update.
+func statefulSetWorld(t *testing.T) (client.Client, *corev1.Pod) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	sts := &appsv1beta1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "sts-uid", Labels: map[string]string{"tier": "db"}}}
+	sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	sts.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{registered: "true"}}}
+	p := pod(pub.LifecycleStatePreparingUpdate, true, label(registered, "true"))
+	p.Name, p.Namespace = "db-0", "ns"
+	p.Labels["app"] = "web"
+	// OpenKruise made it: its owner reference names v1beta1.
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1beta1", Kind: "StatefulSet", Name: "db", UID: "sts-uid", Controller: ptrTrue()}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(sts, p).Build()
+	return c, p
+}
+
+// An operator that follows Advanced StatefulSets handles their pods with
+// the same handlers, the event naming the set; one that follows CloneSets
+// only (the default), or other StatefulSets, leaves them alone.
+func TestFollowsAdvancedStatefulSets(t *testing.T) {
+	tierDB, _ := labels.Parse("tier=db")
+	tierWeb, _ := labels.Parse("tier=web")
+	for _, tc := range []struct {
+		name   string
+		follow []Follow
+		// kind: the pod passes the watch's predicate (by kind only);
+		// want: it is handled.
+		kind, want bool
+	}{
+		{"default: CloneSets only", nil, false, false},
+		{"StatefulSets", []Follow{{Kind: KindCloneSet}, {Kind: KindStatefulSet}}, true, true},
+		{"StatefulSets tier=db", []Follow{{Kind: KindStatefulSet, Selector: tierDB}}, true, true},
+		{"StatefulSets tier=web", []Follow{{Kind: KindStatefulSet, Selector: tierWeb}}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, p := statefulSetWorld(t)
+			var got []Event
+			op := newOperator(c, Handlers{BeforeUpdate: func(_ context.Context, e Event) error { got = append(got, e); return nil }}, Options{Follow: tc.follow})
+			if op.ownedByFollowed(p) != tc.kind {
+				t.Errorf("pod predicate says %v, want %v", !tc.kind, tc.kind)
+			}
+			if _, err := op.Reconcile(context.Background(), request(p)); err != nil {
+				t.Fatal(err)
+			}
+			after := &corev1.Pod{}
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(p), after); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.want {
+				if len(got) != 0 || after.Labels[registered] != "true" {
+					t.Fatalf("a pod not followed was handled: %d calls, label %q", len(got), after.Labels[registered])
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Workload.Kind != KindStatefulSet || got[0].Workload.Name() != "db" || got[0].CloneSet != nil {
+				t.Fatalf("events %+v", got)
+			}
+			if after.Labels[registered] != "false" {
+				t.Errorf("hook not released: %q", after.Labels[registered])
+			}
+			reqs := op.podsOf(context.Background(), got[0].Workload.Object)
+			if len(reqs) != 1 || reqs[0].Name != "db-0" {
+				t.Errorf("the set maps to %v, want its pod", reqs)
+			}
+		})
+	}
+}
+
+func TestValidateFollow(t *testing.T) {
+	if err := ValidateFollow([]Follow{{Kind: KindCloneSet}, {Kind: KindStatefulSet}}); err != nil {
+		t.Error(err)
+	}
+	if err := ValidateFollow([]Follow{{Kind: "DaemonSet"}}); err == nil {
+		t.Error("an unknown kind was accepted")
+	}
+	if err := ValidateFollow([]Follow{{Kind: KindCloneSet}, {Kind: KindCloneSet}}); err == nil {
+		t.Error("a kind followed twice was accepted")
+	}
+}
