@@ -36,8 +36,9 @@ import (
 //     pods below it start at the current revision;
 //   - a pod its preDelete hook holds is never deleted, one its
 //     inPlaceUpdate hook holds never updated;
-//   - a Parallel update keeps unavailable pods within maxUnavailable (or
-//     no worse than it found them);
+//   - a Parallel update keeps unavailable pods, ordinals with no pod
+//     included, within maxUnavailable (or no worse than it found them),
+//     whatever scaleStrategy.maxUnavailable;
 //   - once the spec stops changing, the set converges.
 //
 // LIFELINE_MODEL_SEED replays one history; LIFELINE_MODEL_RUNS sets how many.
@@ -79,6 +80,8 @@ func newModel(seed int64) *model {
 	m.set = set(int32(r.Intn(5)), r.Intn(2) == 0, maxUnavailable([]string{"1", "2", "50%"}[r.Intn(3)]))
 	if Monotonic(m.set) {
 		m.set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	} else if n := r.Intn(3); n > 0 {
+		scaleMax(int32(n))(m.set)
 	}
 	if m.hook {
 		preDeleteHook(m.set)
@@ -217,7 +220,8 @@ func (m *model) check(s Snapshot, p Plan) error {
 	}
 	if p.Phase == PhaseUpdate && !Monotonic(m.set) {
 		budget := scaled(m.set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable, int(*m.set.Spec.Replicas))
-		before := 0
+		// An ordinal with no pod is down as much as an unready pod.
+		before := len(v.ords.Each()) - len(v.slots)
 		for _, pod := range v.slots {
 			if !v.available(pod) {
 				before++

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -102,6 +103,31 @@ func TestCompute(t *testing.T) {
 					OrderPriority: []pub.UpdatePriorityOrderTerm{{OrderedKey: "rank"}}}}
 			}), pod(0, oldRev, label("rank", "9")), pod(1, oldRev, label("rank", "1")), pod(2, oldRev, label("rank", "5"))),
 			PhaseUpdate, []string{"delete db-0", "delete db-2"}, ""},
+		// OpenKruise tries to add the volume to the running pods and
+		// reports FailedUpdatePod for good (#1389, #2343).
+		{"a claim template added: pods without its volume are replaced, highest first, within maxUnavailable",
+			snapshot(set(3, true, withClaim("data"), partition(3)), pod(0, newRev), pod(1, newRev), pod(2, newRev)),
+			PhaseUpdate, []string{"delete db-2"}, ""},
+		{"a claim template added: a pod with its volume is left alone",
+			snapshot(set(2, true, withClaim("data")), pod(0, newRev, withVolume("data", "data-db-0")), pod(1, newRev)),
+			PhaseUpdate, []string{"delete db-1"}, ""},
+		{"a claim template added: a volume of that name bound elsewhere does not match",
+			snapshot(set(1, true, withClaim("data")), pod(0, newRev, withVolume("data", "other"))), PhaseUpdate, []string{"delete db-0"}, ""},
+		{"a claim template added: the pod goes through its preDelete hook",
+			snapshot(set(1, true, withClaim("data"), preDeleteHook), pod(0, newRev)), PhaseUpdate, []string{"state db-0 PreparingDelete"}, ""},
+		{"a claim template added: not under OnDelete", snapshot(set(1, true, withClaim("data"), func(s *appsv1beta1.StatefulSet) {
+			s.Spec.UpdateStrategy = appsv1beta1.StatefulSetUpdateStrategy{Type: "OnDelete"}
+		}), pod(0, newRev)), PhaseUpdate, nil, ""},
+		// OpenKruise makes them one at a time while its update keeps
+		// taking more: availability stays at its floor (#2285).
+		{"a rollout's replacements are made within its own maxUnavailable, not a smaller scale budget",
+			snapshot(set(4, true, maxUnavailable("50%"), scaleMax(1)), pod(0, oldRev), pod(1, oldRev)), PhaseScale, []string{"create 2@new", "create 3@new"}, ""},
+		{"outside a rollout the scale budget holds",
+			snapshot(set(4, true, maxUnavailable("50%"), scaleMax(1)), pod(0, newRev), pod(1, newRev)).withCurrent(newRev),
+			PhaseScale, []string{"create 2@new"}, ""},
+		{"an ordinal with no pod counts against maxUnavailable",
+			snapshot(set(3, true, maxUnavailable("2"), scaleMax(1)), pod(0, newRev, notReady), pod(1, newRev, specifiedDelete)).withCurrent(newRev),
+			PhaseUpdate, nil, ""},
 		{"a ReCreate update under a preDelete hook holds the pod, marked specified-delete",
 			snapshot(set(1, false, preDeleteHook), pod(0, oldRev)), PhaseUpdate, []string{"state db-0 PreparingDelete"}, ""},
 	}
@@ -177,6 +203,28 @@ func TestStatus(t *testing.T) {
 	s = snapshot(set(2, true), pod(0, newRev), pod(1, newRev, notReady))
 	if st := Status(s, nil, ""); st.CurrentRevision != oldRev {
 		t.Errorf("updated but not all ready: current moved to %s", st.CurrentRevision)
+	}
+}
+
+func scaleMax(n int32) func(*appsv1beta1.StatefulSet) {
+	return func(s *appsv1beta1.StatefulSet) {
+		s.Spec.ScaleStrategy = &appsv1beta1.StatefulSetScaleStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(n))}
+	}
+}
+
+// withCurrent is s with its current revision at rev.
+func (s Snapshot) withCurrent(rev string) Snapshot { s.CurrentRevision = rev; return s }
+
+func withClaim(name string) func(*appsv1beta1.StatefulSet) {
+	return func(s *appsv1beta1.StatefulSet) {
+		s.Spec.VolumeClaimTemplates = append(s.Spec.VolumeClaimTemplates, corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+}
+
+func withVolume(name, claim string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: name,
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -26,7 +27,7 @@ import (
 // ready to move on: no update goes past it either.
 func scale(s Snapshot, v *view, p *Plan) (actions []podlife.Action, blocked bool) {
 	mono := Monotonic(s.Set)
-	budget := scaleBudget(s.Set)
+	budget := max(scaleBudget(s.Set), rolloutBudget(s))
 	used := 0
 	spent := func() bool { used++; return budget > 0 && used >= budget }
 	pick := newRevisionPicker(v)
@@ -221,6 +222,33 @@ func scaleBudget(set *appsv1beta1.StatefulSet) int {
 		return 0
 	}
 	return scaled(set.Spec.ScaleStrategy.MaxUnavailable, int(workloadref.Replicas(set.Spec.Replicas)))
+}
+
+// rolloutBudget is, while a rolling update is under way, its
+// maxUnavailable, which a scale budget is raised to: the pods the update
+// deleted are made again within the budget that let them go. OpenKruise
+// holds them to scaleStrategy.maxUnavailable, so with a smaller scale
+// budget they are made a few at a time while the update keeps taking more,
+// and availability stays at its floor for the whole rollout
+// (openkruise/kruise#2285). Outside a rollout, and when no scale budget is
+// set, it changes nothing.
+func rolloutBudget(s Snapshot) int {
+	us := s.Set.Spec.UpdateStrategy
+	if scaleBudget(s.Set) == 0 || us.Type == appsv1.OnDeleteStatefulSetStrategyType || us.RollingUpdate == nil ||
+		us.RollingUpdate.Paused || s.CurrentRevision == s.UpdateRevision {
+		return 0
+	}
+	return updateBudget(s.Set)
+}
+
+// updateBudget is rollingUpdate.maxUnavailable against replicas, rounded
+// down, at least 1; every pod when unset (the webhook sets 1).
+func updateBudget(set *appsv1beta1.StatefulSet) int {
+	replicas := int(workloadref.Replicas(set.Spec.Replicas))
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
+		return scaled(ru.MaxUnavailable, replicas)
+	}
+	return replicas
 }
 
 // scaled is an int or percent of replicas, rounded down, at least 1.

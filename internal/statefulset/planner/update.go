@@ -101,25 +101,28 @@ func update(s Snapshot, v *view, p *Plan) ([]podlife.Action, error) {
 		return nil, nil
 	}
 	replicas := int(workloadref.Replicas(s.Set.Spec.Replicas))
-	budget := replicas
-	if ru.MaxUnavailable != nil {
-		budget = scaled(ru.MaxUnavailable, replicas)
-	}
+	budget := updateBudget(s.Set)
 	unavailable := map[*corev1.Pod]bool{}
 	for _, pod := range v.slots {
 		if !v.available(pod) {
 			unavailable[pod] = true
 		}
 	}
+	// An ordinal with no pod (one the update deleted, not yet made again)
+	// is down too; without it, an update whose replacements the scale
+	// budget held back took more pods than maxUnavailable allows.
+	missing := len(v.ords.Each()) - len(v.slots)
+	down := func() int { return len(unavailable) + missing }
 	var actions []podlife.Action
 	for _, pod := range v.descending() {
-		if _, marked := pod.Labels[appsv1alpha1.SpecifiedDeleteKey]; !marked || pod.DeletionTimestamp != nil {
+		why := v.replaceWhy(pod)
+		if why == "" || pod.DeletionTimestamp != nil {
 			continue
 		}
-		if len(unavailable) >= budget && !unavailable[pod] {
+		if down() >= budget && !unavailable[pod] {
 			continue
 		}
-		if a := v.deleteOrWait(pod, nil, "it was specified for deletion", true, p); a != nil {
+		if a := v.deleteOrWait(pod, nil, why, true, p); a != nil {
 			actions = append(actions, a)
 		}
 		unavailable[pod] = true
@@ -153,10 +156,10 @@ func update(s Snapshot, v *view, p *Plan) ([]podlife.Action, error) {
 		if podlife.AtRevision(pod, s.UpdateRevision) {
 			continue
 		}
-		if len(unavailable) >= budget && !unavailable[pod] {
+		if down() >= budget && !unavailable[pod] {
 			// Only a rollout that cannot move this step waits.
 			if p.Waiting == "" && len(actions) == 0 {
-				p.Waiting = fmt.Sprintf("%d of maxUnavailable %d pods are unavailable", len(unavailable), budget)
+				p.Waiting = fmt.Sprintf("%d of maxUnavailable %d pods are unavailable", down(), budget)
 			}
 			break
 		}
@@ -173,6 +176,41 @@ func update(s Snapshot, v *view, p *Plan) ([]podlife.Action, error) {
 		}
 	}
 	return actions, nil
+}
+
+// replaceWhy says why pod must be replaced whatever the partition, or "":
+// it is labelled specified-delete, or it lacks the volume of one of the
+// set's claim templates (one added since it was made). OpenKruise tries to
+// add that volume to the running pod, which the API server forbids, and the
+// set reports FailedUpdatePod for good (openkruise/kruise#1389, #2343); a
+// new pod gets the volume and its claim.
+func (v *view) replaceWhy(pod *corev1.Pod) string {
+	if _, marked := pod.Labels[appsv1alpha1.SpecifiedDeleteKey]; marked {
+		return "it was specified for deletion"
+	}
+	if vct := v.missingClaimVolume(pod); vct != "" {
+		return fmt.Sprintf("it has no volume for claim template %s, added since it was made", vct)
+	}
+	return ""
+}
+
+// missingClaimVolume names the first claim template whose volume pod lacks
+// (none with its name, or one not bound to its claim), or "".
+func (v *view) missingClaimVolume(pod *corev1.Pod) string {
+	ord, ok := Ordinal(v.s.Set.Name, pod.Name)
+	if !ok {
+		return ""
+	}
+	for _, vct := range v.s.Set.Spec.VolumeClaimTemplates {
+		i := slices.IndexFunc(pod.Spec.Volumes, func(vol corev1.Volume) bool { return vol.Name == vct.Name })
+		if i < 0 {
+			return vct.Name
+		}
+		if c := pod.Spec.Volumes[i].PersistentVolumeClaim; c == nil || c.ClaimName != ClaimName(vct.Name, v.s.Set.Name, ord) {
+			return vct.Name
+		}
+	}
+	return ""
 }
 
 // callOff takes a pod held in PreparingUpdate for an update no longer
