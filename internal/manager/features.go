@@ -45,15 +45,15 @@ func Features() []*Feature {
 	// The expectation timeout and the hook-wait warning are flags every
 	// workload shares; the CloneSet feature binds them.
 	shared := &clonesetcontroller.Options{}
-	return []*Feature{PodUnavailableBudget(), CloneSet(shared), StatefulSet(shared), PersistentPodState()}
+	sts := &statefulsetcontroller.Options{}
+	return []*Feature{PodUnavailableBudget(), CloneSet(shared), StatefulSet(shared, sts), PersistentPodState(sts)}
 }
 
 // StatefulSet runs Advanced StatefulSets (apps.kruise.io StatefulSet):
 // its controller, both versions with their conversion, its defaults and
 // validation.
-func StatefulSet(shared *clonesetcontroller.Options) *Feature {
+func StatefulSet(shared *clonesetcontroller.Options, c *statefulsetcontroller.Options) *Feature {
 	o := &statefulsetwebhook.Options{}
-	c := &statefulsetcontroller.Options{}
 	return &Feature{
 		Name: "statefulset",
 		Flags: func(fs *flag.FlagSet) {
@@ -209,7 +209,7 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 // PersistentPodState records where StatefulSet pods ran and places their
 // successors there. Its controller and its webhooks share one whitelist
 // of StatefulSet-like kinds.
-func PersistentPodState() *Feature {
+func PersistentPodState(sts *statefulsetcontroller.Options) *Feature {
 	configMap := "lifeline-system/kruise-configuration"
 	whitelist := &ppsworkloads.Whitelist{}
 	var once sync.Once
@@ -234,11 +234,13 @@ func PersistentPodState() *Feature {
 		AddToScheme: schemes(appsv1alpha1.AddToScheme, appsv1beta1.AddToScheme),
 		Conversions: []schema.GroupKind{conversion.PersistentPodState},
 		Controllers: func(ctx context.Context, mgr ctrl.Manager, _ *Shared) error {
-			r := &ppscontroller.Reconciler{Client: HubClient(mgr), Live: HubReader(mgr), Recorder: mgr.GetEventRecorder("persistentpodstate-controller"), Custom: bound(mgr)}
+			r := &ppscontroller.Reconciler{Client: HubClient(mgr), Live: HubReader(mgr), Recorder: mgr.GetEventRecorder("persistentpodstate-controller"),
+				Custom: bound(mgr), StartOrdinal: sts.StartOrdinal}
 			if err := r.SetupWithManager(ctx, mgr); err != nil {
 				return err
 			}
-			g := &ppscontroller.Generator{Client: HubClient(mgr), Recorder: mgr.GetEventRecorder("persistentpodstate-generator")}
+			g := &ppscontroller.Generator{Client: HubClient(mgr), Recorder: mgr.GetEventRecorder("persistentpodstate-generator"),
+				Custom: bound(mgr), Mapper: mgr.GetRESTMapper()}
 			return g.SetupWithManager(mgr)
 		},
 		Webhooks: func(mgr ctrl.Manager, _ *Shared, w Webhooks) {

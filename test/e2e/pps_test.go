@@ -283,8 +283,10 @@ func findCondition(conditions []metav1.Condition, t string) *metav1.Condition {
 
 // TestPersistentPodStateStatefulSetLike: a custom workload the test
 // defines (Shard) and drives, whitelisted in OpenKruise's ConfigMap
-// format: its pods are recorded, and a pod its controller rebuilds comes
-// back in its recorded zone.
+// format, annotated as OpenKruise's StatefulSets are: its
+// PersistentPodState is generated from the annotations, its pods are
+// recorded, and a pod its controller rebuilds comes back in its recorded
+// zone.
 func TestPersistentPodStateStatefulSetLike(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -297,7 +299,7 @@ func TestPersistentPodStateStatefulSetLike(t *testing.T) {
 	// (the chart's features.persistentPodState.workloads): the manager's
 	// own role reads no kind it does not know.
 	grant := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "lifeline-manager-pps-workloads"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"example.lifeline.dev"}, Resources: []string{"shards"}, Verbs: []string{"get"}}}}
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"example.lifeline.dev"}, Resources: []string{"shards"}, Verbs: []string{"get", "list", "watch"}}}}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "lifeline-manager-pps-workloads"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: grant.Name},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "lifeline-manager"}}}
@@ -310,6 +312,8 @@ func TestPersistentPodStateStatefulSetLike(t *testing.T) {
 	shard.SetNamespace(ns)
 	shard.SetName("shard")
 	_ = unstructured.SetNestedField(shard.Object, int64(3), "spec", "replicas")
+	shard.SetAnnotations(map[string]string{appsv1alpha1.AnnotationAutoGeneratePersistentPodState: "true",
+		appsv1alpha1.AnnotationRequiredPersistentTopology: corev1.LabelTopologyZone})
 	create(t, shard)
 	newPod := func(i int) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("shard-%d", i), Labels: map[string]string{"app": "shard"},
@@ -319,13 +323,16 @@ func TestPersistentPodStateStatefulSetLike(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		create(t, newPod(i))
 	}
-	pps := &appsv1alpha1.PersistentPodState{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shard"}, Spec: appsv1alpha1.PersistentPodStateSpec{
-		TargetReference:            appsv1alpha1.TargetReference{APIVersion: "example.lifeline.dev/v1", Kind: "Shard", Name: "shard"},
-		RequiredPersistentTopology: &appsv1alpha1.NodeTopologyTerm{NodeTopologyKeys: []string{corev1.LabelTopologyZone}}}}
-	// The whitelist is reread every few seconds.
-	eventually(t, time.Minute, "a PersistentPodState for the whitelisted kind accepted", func(ctx context.Context) (bool, string, error) {
-		err := k8s.Create(ctx, pps.DeepCopy())
-		return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err), nil
+	// The whitelist is reread every few seconds, and the kind watched
+	// from then on.
+	want := appsv1alpha1.TargetReference{APIVersion: "example.lifeline.dev/v1", Kind: "Shard", Name: "shard"}
+	eventually(t, time.Minute, "a PersistentPodState generated for the whitelisted kind", func(ctx context.Context) (bool, string, error) {
+		got := &appsv1alpha1.PersistentPodState{}
+		if err := k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "shard"}, got); err != nil {
+			return false, err.Error(), nil
+		}
+		owner := metav1.GetControllerOf(got)
+		return got.Spec.TargetReference == want && owner != nil && owner.UID == shard.GetUID(), fmt.Sprintf("%+v owned by %+v", got.Spec, owner), nil
 	})
 	recorded := waitRecords(t, ns, "shard", "shard-0", "shard-1", "shard-2")
 	// The shard's controller (the test) rebuilds shard-0.

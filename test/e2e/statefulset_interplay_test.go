@@ -10,10 +10,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
@@ -47,6 +49,42 @@ func TestPersistentPodStateOverAdvancedStatefulSet(t *testing.T) {
 			t.Errorf("%s came back on %s (zone %s) with selector %v, recorded zone %s", name, pod.Spec.NodeName, nodeZone(t, pod.Spec.NodeName), pod.Spec.NodeSelector, zone)
 		}
 	}
+}
+
+// TestPersistentPodStateGeneratedForAdvancedStatefulSet: an Advanced
+// StatefulSet's annotations generate its PersistentPodState (targetRef
+// apps.kruise.io/v1beta1, owned by the set), which records its pods and
+// follows the annotations; removing auto-generate deletes it.
+func TestPersistentPodStateGeneratedForAdvancedStatefulSet(t *testing.T) {
+	ns := newNamespace(t)
+	set := newAdvancedStatefulSet(ns, "db", 2, appsv1.ParallelPodManagement)
+	set.Annotations = map[string]string{appsv1alpha1.AnnotationAutoGeneratePersistentPodState: "true",
+		appsv1alpha1.AnnotationRequiredPersistentTopology: corev1.LabelTopologyZone}
+	if err := k8s.Create(context.Background(), set); err != nil {
+		t.Fatal(err)
+	}
+	pps := waitRecords(t, ns, "db", "db-0", "db-1")
+	want := appsv1alpha1.TargetReference{APIVersion: "apps.kruise.io/v1beta1", Kind: "StatefulSet", Name: "db"}
+	if owner := metav1.GetControllerOf(pps); pps.Spec.TargetReference != want || owner == nil || owner.UID != set.UID {
+		t.Fatalf("generated %+v owned by %+v", pps.Spec.TargetReference, owner)
+	}
+	if c := findCondition(pps.Status.Conditions, "TargetReady"); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("TargetReady %+v", c)
+	}
+	updateAdvancedStatefulSet(t, set, func(s *appsv1beta1.StatefulSet) {
+		s.Annotations[appsv1alpha1.AnnotationPreferredPersistentTopology] = corev1.LabelHostname
+	})
+	eventually(t, time.Minute, "the generated spec follows the annotations", func(ctx context.Context) (bool, string, error) {
+		err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(pps), pps)
+		return err == nil && len(pps.Spec.PreferredPersistentTopology) == 1, fmt.Sprintf("%+v %v", pps.Spec.PreferredPersistentTopology, err), nil
+	})
+	updateAdvancedStatefulSet(t, set, func(s *appsv1beta1.StatefulSet) {
+		s.Annotations[appsv1alpha1.AnnotationAutoGeneratePersistentPodState] = "false"
+	})
+	eventually(t, time.Minute, "the generated PersistentPodState deleted", func(ctx context.Context) (bool, string, error) {
+		err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(pps), pps)
+		return apierrors.IsNotFound(err), fmt.Sprint(err), nil
+	})
 }
 
 // TestKubectlDrainOfAdvancedStatefulSetHonoursTheBudget: kubectl drain of

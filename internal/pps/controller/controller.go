@@ -67,6 +67,9 @@ type Reconciler struct {
 	Live     client.Reader
 	Recorder events.EventRecorder
 	Custom   *workloads.Whitelist
+	// StartOrdinal: Advanced StatefulSets honour spec.ordinals.start
+	// (--statefulset-start-ordinal).
+	StartOrdinal bool
 
 	mu      sync.Mutex
 	counted map[types.NamespacedName]map[types.UID]bool
@@ -87,18 +90,20 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 }
 
 // scaledOrDeleted passes a StatefulSet's (native or Advanced) creation and
-// deletion, and an update of its replicas, its reserved ordinals or its
-// deletion timestamp.
+// deletion, and an update of its replicas, its ordinals (start, reserved)
+// or its deletion timestamp.
 var scaledOrDeleted = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	if old, ok := e.ObjectOld.(*appsv1beta1.StatefulSet); ok {
 		sts, ok := e.ObjectNew.(*appsv1beta1.StatefulSet)
 		return !ok || !apiequality.Semantic.DeepEqual(old.Spec.Replicas, sts.Spec.Replicas) ||
 			!apiequality.Semantic.DeepEqual(old.Spec.ReserveOrdinals, sts.Spec.ReserveOrdinals) ||
+			!apiequality.Semantic.DeepEqual(old.Spec.Ordinals, sts.Spec.Ordinals) ||
 			(old.DeletionTimestamp == nil) != (sts.DeletionTimestamp == nil)
 	}
 	old, ok1 := e.ObjectOld.(*appsv1.StatefulSet)
 	sts, ok2 := e.ObjectNew.(*appsv1.StatefulSet)
 	return !ok1 || !ok2 || !apiequality.Semantic.DeepEqual(old.Spec.Replicas, sts.Spec.Replicas) ||
+		!apiequality.Semantic.DeepEqual(old.Spec.Ordinals, sts.Spec.Ordinals) ||
 		(old.DeletionTimestamp == nil) != (sts.DeletionTimestamp == nil)
 }}
 
@@ -167,11 +172,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	gk := gv.WithKind(t.Kind).GroupKind()
 	status := pps.Status.DeepCopy()
-	w, err := workloads.Resolve(ctx, r.Client, r.Live, pps.Namespace, t)
+	w, err := workloads.Resolve(ctx, r.Client, r.Live, pps.Namespace, t, r.StartOrdinal)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	snapshot := state.Snapshot{Spec: pps.Spec, Status: pps.Status, Generation: pps.Generation, WorkloadGone: w.Gone, Replicas: w.Replicas, Reserved: w.Reserved}
+	snapshot := state.Snapshot{Spec: pps.Spec, Status: pps.Status, Generation: pps.Generation, WorkloadGone: w.Gone, Replicas: w.Replicas, Start: w.Start, Reserved: w.Reserved}
 	if !w.Gone {
 		if snapshot.Pods, snapshot.Nodes, err = r.podsAndNodes(ctx, pps.Namespace, w.UID); err != nil {
 			return reconcile.Result{}, err

@@ -47,9 +47,10 @@ type Snapshot struct {
 	// WorkloadGone is true when the target does not exist or is being
 	// deleted: every record goes.
 	WorkloadGone bool
-	// Replicas is the target's spec.replicas; Reserved its reserved
-	// ordinals (none for a native StatefulSet).
+	// Replicas is the target's spec.replicas; Start its first ordinal;
+	// Reserved its reserved ordinals (none for a native StatefulSet).
 	Replicas int32
+	Start    int
 	Reserved map[int]bool
 	// Pods are the target's active pods, by name.
 	Pods map[string]*corev1.Pod
@@ -145,10 +146,12 @@ func record(spec appsv1alpha1.PersistentPodStateSpec, keys []string, pod *corev1
 }
 
 // valid reports whether the workload still has ordinal: the first
-// Replicas ordinals from 0, skipping reserved ones.
+// Replicas ordinals from Start, skipping reserved ones. OpenKruise counts
+// from 0 whatever spec.ordinals.start, so with a start the highest pods
+// look scaled down and their records go whenever they are rebuilt.
 func (s Snapshot) valid(ordinal int) bool {
 	n := 0
-	for i := 0; n < int(s.Replicas); i++ {
+	for i := s.Start; n < int(s.Replicas); i++ {
 		if s.Reserved[i] {
 			continue
 		}

@@ -62,18 +62,21 @@ func TestStatusRetention(t *testing.T) {
 	for name, c := range map[string]struct {
 		policy   appsv1alpha1.PersistentPodStateRetentionPolicyType
 		replicas int32
+		start    int
 		reserved map[int]bool
 		pods     []string
 		gone     bool
 		want     []string
 	}{
-		"scaled to 3 drops 3 and 4":          {"", 3, nil, nil, false, []string{"db-0", "odd"}},
-		"a pod still running keeps its":      {appsv1alpha1.PersistentPodStateRetentionPolicyWhenScaled, 3, nil, []string{"db-4"}, false, []string{"db-0", "db-4", "odd"}},
-		"reserved ordinals shift the range":  {"", 3, map[int]bool{1: true}, nil, false, []string{"db-0", "db-3", "odd"}},
-		"WhenDeleted keeps all while scaled": {appsv1alpha1.PersistentPodStateRetentionPolicyWhenDeleted, 1, nil, nil, false, []string{"db-0", "db-3", "db-4", "odd"}},
-		"workload gone drops all":            {appsv1alpha1.PersistentPodStateRetentionPolicyWhenDeleted, 5, nil, nil, true, nil},
+		"scaled to 3 drops 3 and 4":          {"", 3, 0, nil, nil, false, []string{"db-0", "odd"}},
+		"a pod still running keeps its":      {appsv1alpha1.PersistentPodStateRetentionPolicyWhenScaled, 3, 0, nil, []string{"db-4"}, false, []string{"db-0", "db-4", "odd"}},
+		"reserved ordinals shift the range":  {"", 3, 0, map[int]bool{1: true}, nil, false, []string{"db-0", "db-3", "odd"}},
+		"WhenDeleted keeps all while scaled": {appsv1alpha1.PersistentPodStateRetentionPolicyWhenDeleted, 1, 0, nil, nil, false, []string{"db-0", "db-3", "db-4", "odd"}},
+		"workload gone drops all":            {appsv1alpha1.PersistentPodStateRetentionPolicyWhenDeleted, 5, 0, nil, nil, true, nil},
+		// OpenKruise counts from 0: db-3 and db-4 would go.
+		"ordinals.start shifts the range": {"", 2, 3, nil, nil, false, []string{"db-3", "db-4", "odd"}},
 	} {
-		s := Snapshot{Spec: spec, Status: appsv1alpha1.PersistentPodStateStatus{PodStates: recorded}, Replicas: c.replicas, Reserved: c.reserved,
+		s := Snapshot{Spec: spec, Status: appsv1alpha1.PersistentPodStateStatus{PodStates: recorded}, Replicas: c.replicas, Start: c.start, Reserved: c.reserved,
 			WorkloadGone: c.gone, Pods: map[string]*corev1.Pod{}}
 		s.Spec.PersistentPodStateRetentionPolicy = c.policy
 		for _, p := range c.pods {

@@ -116,16 +116,20 @@ type Workload struct {
 	// Gone: not found, or being deleted.
 	Gone     bool
 	Replicas int32
-	// Reserved are the ordinals the workload skips (an Advanced
-	// StatefulSet's reserveOrdinals).
+	// Start is the first ordinal (spec.ordinals.start); Reserved are the
+	// ordinals the workload skips (an Advanced StatefulSet's
+	// reserveOrdinals).
+	Start    int
 	Reserved map[int]bool
 }
 
 // Resolve reads the target of a PersistentPodState in namespace: a
 // StatefulSet, native or Advanced, from cached, any other kind from live (a
 // whitelisted kind is read rarely enough not to deserve an informer of its
-// own).
-func Resolve(ctx context.Context, cached, live client.Reader, namespace string, t appsv1alpha1.TargetReference) (Workload, error) {
+// own). startOrdinal says whether Advanced StatefulSets honour
+// spec.ordinals.start (--statefulset-start-ordinal); a native one always
+// does.
+func Resolve(ctx context.Context, cached, live client.Reader, namespace string, t appsv1alpha1.TargetReference, startOrdinal bool) (Workload, error) {
 	gv, err := schema.ParseGroupVersion(t.APIVersion)
 	if err != nil {
 		return Workload{}, err
@@ -136,18 +140,24 @@ func Resolve(ctx context.Context, cached, live client.Reader, namespace string, 
 		if err := cached.Get(ctx, key, sts); err != nil {
 			return Workload{Gone: true}, client.IgnoreNotFound(err)
 		}
-		return Workload{UID: sts.UID, Gone: sts.DeletionTimestamp != nil, Replicas: workloadref.Replicas(sts.Spec.Replicas)}, nil
+		w := Workload{UID: sts.UID, Gone: sts.DeletionTimestamp != nil, Replicas: workloadref.Replicas(sts.Spec.Replicas)}
+		if sts.Spec.Ordinals != nil {
+			w.Start = int(sts.Spec.Ordinals.Start)
+		}
+		return w, nil
 	}
 	if IsAdvanced(gv.WithKind(t.Kind).GroupKind()) {
 		sts := &appsv1beta1.StatefulSet{}
 		if err := cached.Get(ctx, key, sts); err != nil {
 			return Workload{Gone: true}, client.IgnoreNotFound(err)
 		}
+		ords := statefulsetplanner.OrdinalsOf(sts, startOrdinal)
 		reserved := map[int]bool{}
-		for ord := range statefulsetplanner.ReservedOrdinals(sts.Spec.ReserveOrdinals) {
+		for ord := range ords.Reserved {
 			reserved[ord] = true
 		}
-		return Workload{UID: sts.UID, Gone: sts.DeletionTimestamp != nil, Replicas: workloadref.Replicas(sts.Spec.Replicas), Reserved: reserved}, nil
+		return Workload{UID: sts.UID, Gone: sts.DeletionTimestamp != nil, Replicas: workloadref.Replicas(sts.Spec.Replicas),
+			Start: ords.Start, Reserved: reserved}, nil
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gv.WithKind(t.Kind))
