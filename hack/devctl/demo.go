@@ -23,6 +23,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/internal/bridge"
 	"github.com/lifeline-k8s/lifeline/internal/manager"
@@ -88,20 +89,27 @@ func demo(ctx context.Context, args []string) error {
 		return err
 	}
 	defer env.etcd.Close()
-	const lifecycleDemo, preNormalDemo = "cloneset-lifecycle-demo", "cloneset-prenormal-demo"
+	const lifecycleDemo, preNormalDemo, orderedDemo = "cloneset-lifecycle-demo", "cloneset-prenormal-demo", "statefulset-lifecycle-demo"
 	steps := []struct {
-		title    string
-		cloneSet string
-		change   func(*appsv1alpha1.CloneSet)
+		title string
+		run   func(context.Context) error
 	}{
 		{"scale-up: seed 002's CloneSet gets one more pod; it is registered before it becomes Normal",
-			preNormalDemo, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To(*c.Spec.Replicas + 1) }},
+			env.cloneSet(preNormalDemo, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To(*c.Spec.Replicas + 1) })},
 		{"in-place update: seed 001's pods leave the registry, get the new image, and come back",
-			lifecycleDemo, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = otherImage(c) }},
+			env.cloneSet(lifecycleDemo, func(c *appsv1alpha1.CloneSet) {
+				c.Spec.Template.Spec.Containers[0].Image = otherImage(&c.Spec.Template)
+			})},
+		{"in-place update of an Advanced StatefulSet: seed 001's hooks, the same bridge, ordered pods",
+			env.statefulSet(orderedDemo, func(s *appsv1beta1.StatefulSet) {
+				s.Spec.Template.Spec.Containers[0].Image = otherImage(&s.Spec.Template)
+			})},
 		{"ReCreate update: seed 002's pods are replaced; each leaves the registry before it goes",
-			preNormalDemo, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = otherImage(c) }},
+			env.cloneSet(preNormalDemo, func(c *appsv1alpha1.CloneSet) {
+				c.Spec.Template.Spec.Containers[0].Image = otherImage(&c.Spec.Template)
+			})},
 		{"scale-down: seed 002's CloneSet loses a pod, unregistered before it is deleted",
-			preNormalDemo, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To(max(*c.Spec.Replicas-1, 1)) }},
+			env.cloneSet(preNormalDemo, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To(max(*c.Spec.Replicas-1, 1)) })},
 	}
 	fmt.Fprintln(env.out, "== before")
 	if err := env.show(ctx); err != nil {
@@ -109,15 +117,7 @@ func demo(ctx context.Context, args []string) error {
 	}
 	for i, s := range steps {
 		fmt.Fprintf(env.out, "\n== step %d: %s\n", i+1, s.title)
-		cs := &appsv1alpha1.CloneSet{}
-		if err := env.k8s.Get(ctx, client.ObjectKey{Namespace: "demo", Name: s.cloneSet}, cs); err != nil {
-			return err
-		}
-		s.change(cs)
-		if err := env.k8s.Update(ctx, cs); err != nil {
-			return err
-		}
-		if err := env.waitSettled(ctx, cs); err != nil {
+		if err := s.run(ctx); err != nil {
 			return err
 		}
 		if err := env.show(ctx); err != nil {
@@ -127,23 +127,59 @@ func demo(ctx context.Context, args []string) error {
 	return nil
 }
 
-func otherImage(c *appsv1alpha1.CloneSet) string {
-	if c.Spec.Template.Spec.Containers[0].Image == "nginx:1.28" {
+// cloneSet is a step that changes the demo CloneSet name and waits until
+// it runs its spec: every pod updated, Normal and available.
+func (e *devEnv) cloneSet(name string, change func(*appsv1alpha1.CloneSet)) func(context.Context) error {
+	return func(ctx context.Context) error {
+		cs := &appsv1alpha1.CloneSet{}
+		if err := e.k8s.Get(ctx, client.ObjectKey{Namespace: "demo", Name: name}, cs); err != nil {
+			return err
+		}
+		change(cs)
+		if err := e.k8s.Update(ctx, cs); err != nil {
+			return err
+		}
+		return e.settled(ctx, cs, func() bool {
+			st, want := cs.Status, *cs.Spec.Replicas
+			return st.ObservedGeneration == cs.Generation && st.Replicas == want && st.UpdatedAvailableReplicas == want
+		})
+	}
+}
+
+// statefulSet is cloneSet for the demo Advanced StatefulSet.
+func (e *devEnv) statefulSet(name string, change func(*appsv1beta1.StatefulSet)) func(context.Context) error {
+	return func(ctx context.Context) error {
+		set := &appsv1beta1.StatefulSet{}
+		if err := e.k8s.Get(ctx, client.ObjectKey{Namespace: "demo", Name: name}, set); err != nil {
+			return err
+		}
+		change(set)
+		if err := e.k8s.Update(ctx, set); err != nil {
+			return err
+		}
+		return e.settled(ctx, set, func() bool {
+			st, want := set.Status, *set.Spec.Replicas
+			return st.ObservedGeneration == set.Generation && st.Replicas == want && st.UpdatedReplicas == want &&
+				st.AvailableReplicas == want && st.CurrentRevision == st.UpdateRevision
+		})
+	}
+}
+
+// settled polls obj until done says it runs its spec.
+func (e *devEnv) settled(ctx context.Context, obj client.Object, done func() bool) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := e.k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return false, nil
+		}
+		return done(), nil
+	})
+}
+
+func otherImage(t *corev1.PodTemplateSpec) string {
+	if t.Spec.Containers[0].Image == "nginx:1.28" {
 		return "nginx:1.27"
 	}
 	return "nginx:1.28"
-}
-
-// waitSettled waits until the CloneSet runs its spec: every pod updated,
-// Normal and available.
-func (e *devEnv) waitSettled(ctx context.Context, cs *appsv1alpha1.CloneSet) error {
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := e.k8s.Get(ctx, client.ObjectKeyFromObject(cs), cs); err != nil {
-			return false, nil
-		}
-		st, want := cs.Status, *cs.Spec.Replicas
-		return st.ObservedGeneration == cs.Generation && st.Replicas == want && st.UpdatedAvailableReplicas == want, nil
-	})
 }
 
 // show prints every pod of the demo namespace with its lifecycle state and

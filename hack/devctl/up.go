@@ -100,12 +100,13 @@ Try:
   kubectl get nodes -L topology.kubernetes.io/zone
   kubectl -n demo get clonesets
   kubectl -n demo get clone cloneset-lifecycle-demo -o yaml
+  kubectl -n demo get asts
   kubectl get crd | grep kruise.io
 
 The seeds' service registry is an etcd at %[4]s (also in
 %[5]s); lifeline-bridge keeps it in step with the demo pods:
   make registry   # the demo pods' lifecycle states next to their registry entries
-  make demo       # scale up, update in place, ReCreate, scale down: the registry at each step
+  make demo       # scale up, update in place (a CloneSet, an Advanced StatefulSet), ReCreate, scale down: the registry at each step
 `, kubeconfig, kubectl, filepath.Join(c.Dir, "logs"), registry.Endpoint, filepath.Join(devDir, "registry-endpoint"))
 
 	// Stay up until interrupted, or until a component dies: a cluster
@@ -140,7 +141,8 @@ func startRegistryBridge(ctx context.Context, c *cluster.Cluster, root, devDir s
 		return nil, err
 	}
 	config := filepath.Join(devDir, "bridge.yaml")
-	text := fmt.Sprintf("# lifeline-bridge for make dev: every CloneSet of the demo namespace.\nname: registry\nnamespace: demo\nport: 80\ntimeout: 1m\netcd: {endpoints: [%q], prefix: /services}\n", registry.Endpoint)
+	text := fmt.Sprintf("# lifeline-bridge for make dev: every CloneSet and Advanced StatefulSet of the demo namespace.\n"+
+		"name: registry\nnamespace: demo\nworkloads: [{kind: CloneSet}, {kind: StatefulSet}]\nport: 80\ntimeout: 1m\netcd: {endpoints: [%q], prefix: /services}\n", registry.Endpoint)
 	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
@@ -178,7 +180,14 @@ func getJSON(ctx context.Context, url string, into any) error {
 // its in-place update and put back after, and taken out before deletion,
 // judged by reading Consul at each pod change.
 func TestSeed001OperatorExample(t *testing.T) {
-	seed001(t, "seed001-example", "./examples/registry-operator")
+	seed001(t, "seed001-example", "./examples/registry-operator", seed001CloneSet(t))
+}
+
+// TestSeed001OperatorExampleOnAdvancedStatefulSet is the same scenario on
+// an Advanced StatefulSet: the example follows both kinds with the same
+// handlers.
+func TestSeed001OperatorExampleOnAdvancedStatefulSet(t *testing.T) {
+	seed001(t, "seed001-example-asts", "./examples/registry-operator", seed001StatefulSet(t))
 }
 
 // TestSeed001OperatorAsWritten is the same scenario driven by seed 001's
@@ -186,10 +195,83 @@ func TestSeed001OperatorExample(t *testing.T) {
 // controller-runtime, its own predicates and label flips, no SDK): an
 // existing OpenKruise hook operator works on a Lifeline CloneSet unchanged.
 func TestSeed001OperatorAsWritten(t *testing.T) {
-	seed001(t, "seed001-as-written", "./test/e2e/seed001operator")
+	seed001(t, "seed001-as-written", "./test/e2e/seed001operator", seed001CloneSet(t))
 }
 
-func seed001(t *testing.T, name, operator string) {
+// TestSeed001OperatorAsWrittenOnAdvancedStatefulSet: seed 001's operator,
+// unchanged, on an Advanced StatefulSet with the same hooks.
+func TestSeed001OperatorAsWrittenOnAdvancedStatefulSet(t *testing.T) {
+	seed001(t, "seed001-as-written-asts", "./test/e2e/seed001operator", seed001StatefulSet(t))
+}
+
+// seed001Workload is the workload seed 001's scenario runs on: its
+// creation, its live pods, and the scenario's two changes, each waiting
+// until the workload runs its new spec.
+type seed001Workload struct {
+	create   func(ns string, labels map[string]string, lifecycle *pub.Lifecycle)
+	pods     func() []corev1.Pod
+	setImage func(image string)
+	scaleTo  func(replicas int32)
+}
+
+// seed001CloneSet is seed 001's own CloneSet.
+func seed001CloneSet(t *testing.T) *seed001Workload {
+	var cs *appsv1alpha1.CloneSet
+	return &seed001Workload{
+		create: func(ns string, labels map[string]string, lifecycle *pub.Lifecycle) {
+			cs = newCloneSet(ns, "cloneset-lifecycle-demo", 2)
+			cs.Spec.Lifecycle = lifecycle
+			for k, v := range labels {
+				cs.Spec.Template.Labels[k] = v
+			}
+			cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
+			cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("20%"))
+			createCloneSet(t, cs)
+		},
+		pods: func() []corev1.Pod { return clonePods(t, cs) },
+		setImage: func(image string) {
+			updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = image })
+			waitCloneSet(t, cs, "2 pods updated and available", func(c *appsv1alpha1.CloneSet) bool {
+				return settled(2)(c) && c.Status.UpdatedAvailableReplicas == 2
+			})
+		},
+		scaleTo: func(n int32) {
+			updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To(n) })
+			waitCloneSet(t, cs, fmt.Sprintf("%d pods", n), settled(n))
+		},
+	}
+}
+
+// seed001StatefulSet is the same scenario on an Advanced StatefulSet.
+func seed001StatefulSet(t *testing.T) *seed001Workload {
+	var set *appsv1beta1.StatefulSet
+	return &seed001Workload{
+		create: func(ns string, labels map[string]string, lifecycle *pub.Lifecycle) {
+			set = newAdvancedStatefulSet(ns, "statefulset-lifecycle-demo", 2, appsv1.ParallelPodManagement)
+			set.Spec.Lifecycle = lifecycle
+			for k, v := range labels {
+				set.Spec.Template.Labels[k] = v
+			}
+			set.Spec.Template.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}
+			set.Spec.UpdateStrategy.RollingUpdate = &appsv1beta1.RollingUpdateStatefulSetStrategy{
+				PodUpdatePolicy: appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType, MaxUnavailable: ptr.To(intstr.FromString("50%"))}
+			if err := k8s.Create(context.Background(), set); err != nil {
+				t.Fatal(err)
+			}
+		},
+		pods: func() []corev1.Pod { return stsPods(t, set.Namespace) },
+		setImage: func(image string) {
+			updateAdvancedStatefulSet(t, set, func(s *appsv1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = image })
+			waitAdvancedStatefulSet(t, set, "2 pods updated and available", stsSettled(2))
+		},
+		scaleTo: func(n int32) {
+			updateAdvancedStatefulSet(t, set, func(s *appsv1beta1.StatefulSet) { s.Spec.Replicas = ptr.To(n) })
+			waitAdvancedStatefulSet(t, set, fmt.Sprintf("%d pods", n), stsSettled(n))
+		},
+	}
+}
+
+func seed001(t *testing.T, name, operator string, w *seed001Workload) {
 	ctx := context.Background()
 	root, err := cluster.RepoRoot()
 	if err != nil {
@@ -205,26 +287,20 @@ func seed001(t *testing.T, name, operator string) {
 	ns := newNamespace(t)
 	watchPodsAgainst(t, ns, r, false)
 	const inplace, del = "example.com/unready-blocker-inplace", "example.com/unready-blocker-delete"
-	cs := newCloneSet(ns, "cloneset-lifecycle-demo", 2)
-	cs.Spec.Lifecycle = &pub.Lifecycle{
+	w.create(ns, map[string]string{inplace: "true", del: "true", "example.com/newly-create": "true"}, &pub.Lifecycle{
 		InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{inplace: "true"}},
 		PreDelete:     &pub.LifecycleHook{LabelsHandler: map[string]string{del: "true"}},
-	}
-	cs.Spec.Template.Labels[inplace], cs.Spec.Template.Labels[del] = "true", "true"
-	cs.Spec.Template.Labels["example.com/newly-create"] = "true"
-	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
-	cs.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("20%"))
-	createCloneSet(t, cs)
+	})
 
 	waitRegistered := func(what string, replicas int) {
 		t.Helper()
 		eventually(t, time.Minute, what, func(ctx context.Context) (bool, string, error) {
-			pods := clonePods(t, cs)
+			pods := w.pods()
 			got := map[string]consulService{}
 			if err := getJSON(ctx, consul.Endpoint+"/v1/agent/services", &got); err != nil {
 				return false, err.Error(), nil
 			}
-			// The operator handles every CloneSet of the cluster, as seed
+			// The operator handles every workload of the cluster, as seed
 			// 001's does; this test looks at its own namespace.
 			for id := range got {
 				if !strings.HasPrefix(id, ns+"-") {
@@ -245,17 +321,13 @@ func seed001(t *testing.T, name, operator string) {
 		})
 	}
 	waitRegistered("both pods registered", 2)
-	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
-	waitCloneSet(t, cs, "2 pods updated and available", func(c *appsv1alpha1.CloneSet) bool {
-		return settled(2)(c) && c.Status.UpdatedAvailableReplicas == 2
-	})
+	w.setImage("nginx:1.28")
 	waitRegistered("both pods registered at the new revision", 2)
-	for _, p := range clonePods(t, cs) {
+	for _, p := range w.pods() {
 		if p.Labels[inplace] != "true" {
 			t.Errorf("%s: the inPlaceUpdate handler was not put back: %s=%q", p.Name, inplace, p.Labels[inplace])
 		}
 	}
-	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To[int32](1) })
-	waitCloneSet(t, cs, "1 pod", settled(1))
+	w.scaleTo(1)
 	waitRegistered("the one pod left registered", 1)
 }
