@@ -28,12 +28,16 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 	return nil
 }
 
+// Orphan is the index value of an object with no controller, which a
+// workload that adopts by selector (the Advanced StatefulSet) looks up.
+const Orphan = "orphan"
+
 // ControllerUID is the index function (fake clients in tests take it too).
 func ControllerUID(o client.Object) []string {
 	if ref := metav1.GetControllerOf(o); ref != nil {
 		return []string{string(ref.UID)}
 	}
-	return nil
+	return []string{Orphan}
 }
 
 // Owned selects, for a List, the objects whose controller has uid.

@@ -5,6 +5,7 @@ package podexec
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -131,6 +132,8 @@ func (e *Executor) act(ctx context.Context, w Workload, a podlife.Action) error 
 		err = e.write(ctx, w, a)
 	case podlife.ReleasePod:
 		err = e.release(ctx, w, a)
+	case podlife.AdoptPod:
+		err = e.adopt(ctx, w, a)
 	case podlife.HandOverClaim:
 		err = e.handOver(ctx, a)
 	case podlife.DeleteClaim:
@@ -231,6 +234,22 @@ func (e *Executor) release(ctx context.Context, w Workload, a podlife.ReleasePod
 	return client.IgnoreNotFound(err)
 }
 
+// adopt adds the workload's controller reference to an orphaned pod,
+// guarded by the pod's UID; the API server refuses a second controller,
+// so a pod someone else adopted meanwhile stays theirs.
+func (e *Executor) adopt(ctx context.Context, w Workload, a podlife.AdoptPod) error {
+	ref, err := json.Marshal(a.Owner)
+	if err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[%s],"uid":%q}}`, ref, a.Pod.UID)
+	err = e.Client.Patch(ctx, a.Pod.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, []byte(patch)))
+	if err == nil {
+		e.Recorder.Eventf(w.Object(), a.Pod, corev1.EventTypeNormal, "AdoptedPod", "Adopt", "adopted pod %s, which its selector matches", a.Pod.Name)
+	}
+	return client.IgnoreNotFound(err)
+}
+
 func (e *Executor) handOver(ctx context.Context, a podlife.HandOverClaim) error {
 	handed := a.Claim.DeepCopy()
 	handed.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: a.Pod.Name, UID: a.Pod.UID}}
@@ -322,7 +341,7 @@ func failureKind(a podlife.Action) string {
 		return "create"
 	case podlife.DeletePod, podlife.DeleteClaim:
 		return "delete"
-	case podlife.SetState, podlife.InitPodReady, podlife.ReleasePod, podlife.HandOverClaim:
+	case podlife.SetState, podlife.InitPodReady, podlife.ReleasePod, podlife.AdoptPod, podlife.HandOverClaim:
 		return "patch"
 	}
 	return "update"

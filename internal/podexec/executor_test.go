@@ -60,7 +60,8 @@ func TestExecutorCarriesOutEachKindOfAction(t *testing.T) {
 	normal := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-n", UID: "n-uid",
 		Labels: map[string]string{pub.LifecycleStateKey: string(pub.LifecycleStatePreparingNormal)}}}
 	loose := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data-web-gone", UID: "c2"}}
-	e, c, w := testbed(doomed, doomedClaim, stray, normal, loose)
+	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-orphan", UID: "orphan-uid"}}
+	e, c, w := testbed(doomed, doomedClaim, stray, normal, loose, orphan)
 
 	var write podlife.PodWrite
 	write.SetLabel(pub.LifecycleStateKey, string(pub.LifecycleStateNormal))
@@ -70,6 +71,7 @@ func TestExecutorCarriesOutEachKindOfAction(t *testing.T) {
 		podlife.ReleasePod{Pod: stray, OwnerUID: "owner-uid", Reason: "unselected"},
 		podlife.SetState{Pod: normal, From: pub.LifecycleStatePreparingNormal, To: pub.LifecycleStateNormal, Writes: []podlife.PodWrite{write}},
 		podlife.DeleteClaim{Claim: loose},
+		podlife.AdoptPod{Pod: orphan, Owner: ownerRef, Reason: "selected"},
 	})
 	if len(errs) != 0 {
 		t.Fatal(errs)
@@ -83,6 +85,10 @@ func TestExecutorCarriesOutEachKindOfAction(t *testing.T) {
 	released := &corev1.Pod{}
 	if exists(t, c, released, "web-stray"); len(released.OwnerReferences) != 0 {
 		t.Errorf("ReleasePod left owner references %v", released.OwnerReferences)
+	}
+	adopted := &corev1.Pod{}
+	if exists(t, c, adopted, "web-orphan"); metav1.GetControllerOf(adopted) == nil || metav1.GetControllerOf(adopted).UID != "owner-uid" {
+		t.Errorf("AdoptPod left owner references %v", adopted.OwnerReferences)
 	}
 	moved := &corev1.Pod{}
 	if exists(t, c, moved, "web-n"); moved.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) {

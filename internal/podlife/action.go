@@ -9,6 +9,7 @@ package podlife
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
@@ -138,6 +139,14 @@ type ReleasePod struct {
 	Reason   string
 }
 
+// AdoptPod makes the workload the controller of an orphaned pod its
+// selector matches, as a StatefulSet adopts one.
+type AdoptPod struct {
+	Pod    *corev1.Pod
+	Owner  metav1.OwnerReference
+	Reason string
+}
+
 // HandOverClaim makes Pod the only owner of a claim, so the claim goes
 // when the pod goes (disablePVCReuse with a terminating pod).
 type HandOverClaim struct {
@@ -153,14 +162,17 @@ type DeleteClaim struct {
 }
 
 func (ReleasePod) Kind() string    { return "ReleasePod" }
+func (AdoptPod) Kind() string      { return "AdoptPod" }
 func (HandOverClaim) Kind() string { return "HandOverClaim" }
 func (DeleteClaim) Kind() string   { return "DeleteClaim" }
 
 func (a ReleasePod) Target() *corev1.Pod  { return a.Pod }
+func (a AdoptPod) Target() *corev1.Pod    { return a.Pod }
 func (HandOverClaim) Target() *corev1.Pod { return nil }
 func (DeleteClaim) Target() *corev1.Pod   { return nil }
 
 func (a ReleasePod) Why() string    { return a.Reason }
+func (a AdoptPod) Why() string      { return a.Reason }
 func (a HandOverClaim) Why() string { return a.Reason }
 func (a DeleteClaim) Why() string   { return a.Reason }
 

@@ -7,17 +7,21 @@ package controller
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
@@ -91,9 +95,31 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("advanced-statefulset").
 		For(&appsv1beta1.StatefulSet{}).
 		Watches(&corev1.Pod{}, owned).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.setOfOrphan)).
 		Watches(&appsv1.ControllerRevision{}, owned).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers, RateLimiter: requeue.RateLimiter()}).
 		Complete(r)
+}
+
+// setOfOrphan maps a pod with no controller to the set its name says it
+// could belong to, if that set exists and its selector matches the pod.
+func (r *Reconciler) setOfOrphan(ctx context.Context, obj client.Object) []reconcile.Request {
+	if metav1.GetControllerOf(obj) != nil {
+		return nil
+	}
+	i := strings.LastIndex(obj.GetName(), "-")
+	if i <= 0 {
+		return nil
+	}
+	set := &appsv1beta1.StatefulSet{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetName()[:i]}, set); err != nil || set.Spec.Selector == nil {
+		return nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil || selector.Empty() || !selector.Matches(labels.Set(obj.GetLabels())) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(set)}}
 }
 
 // Reconcile moves one set one step towards its spec: read a snapshot
@@ -151,7 +177,7 @@ func (r *Reconciler) sync(ctx context.Context, c *cycle, status *appsv1beta1.Sta
 	if len(plan.Held) > 0 {
 		r.Recorder.Eventf(c.set, nil, corev1.EventTypeWarning, "DisruptionNotAllowed", "Disrupt", "%s", podlife.HeldMessage(plan.Held))
 	}
-	setProgressing(status, c, plan, now)
+	setProgressing(status, c.set, plan, now)
 	err, stale := r.exec.Run(ctx, workload{set: c.set, revs: &c.revs, templates: c.snap.Templates, now: now}, plan.Actions)
 	failed := appsv1beta1.FailedUpdatePod
 	if plan.Phase == planner.PhaseScale {

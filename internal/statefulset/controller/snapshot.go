@@ -7,12 +7,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	"github.com/lifeline-k8s/lifeline/internal/revision"
 	"github.com/lifeline-k8s/lifeline/internal/statefulset/planner"
@@ -57,6 +59,10 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
+	orphans, err := r.orphans(ctx, set, selector)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
 	claims, err := r.claims(ctx, set)
 	if err != nil {
 		return nil, ctrl.Result{}, err
@@ -76,7 +82,7 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	snap := planner.Snapshot{Set: set, Pods: pods, Claims: claims, StartOrdinal: r.Options.StartOrdinal, Disruptions: disruptions, Now: now}
+	snap := planner.Snapshot{Set: set, Pods: pods, Orphans: orphans, Claims: claims, StartOrdinal: r.Options.StartOrdinal, Disruptions: disruptions, Now: now}
 	return &cycle{set: set, snap: snap, source: src, revs: revs, selector: selector.String()}, ctrl.Result{}, nil
 }
 
@@ -90,6 +96,39 @@ func (c *cycle) useRevisions(r *Reconciler) {
 			c.snap.Templates[cr.Name] = t
 		}
 	}
+}
+
+// orphans are the live pods of the set's namespace with no controller, one
+// of its ordinal names and labels its selector matches. When there are
+// any, the set is read again from the API server: adopting a pod for a set
+// that is gone, or is being deleted, would have the garbage collector
+// delete the pod (OpenKruise's canAdopt).
+func (r *Reconciler) orphans(ctx context.Context, set *appsv1beta1.StatefulSet, selector labels.Selector) ([]*corev1.Pod, error) {
+	if set.DeletionTimestamp != nil || selector.Empty() {
+		return nil, nil
+	}
+	list := &corev1.PodList{}
+	if err := r.List(ctx, list, client.InNamespace(set.Namespace), ownerindex.Owned(ownerindex.Orphan)); err != nil {
+		return nil, err
+	}
+	var out []*corev1.Pod
+	for i := range list.Items {
+		pod := &list.Items[i]
+		if _, ok := planner.Ordinal(set.Name, pod.Name); ok && pod.DeletionTimestamp == nil && selector.Matches(labels.Set(pod.Labels)) {
+			out = append(out, pod)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	live := &appsv1beta1.StatefulSet{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(set), live); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if live.UID != set.UID || live.DeletionTimestamp != nil {
+		return nil, nil
+	}
+	return out, nil
 }
 
 // claims are the claims of the set's volumeClaimTemplates, by name.

@@ -33,15 +33,17 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *appsv1beta1.StatefulS
 	return updated, nil
 }
 
-// setProgressing says whether the rollout moves: False with the reason it
-// waits (a hook, the budget, an unavailable pod, a paused rollout), True
-// while it moves, True with reason Complete once every pod is updated and
+// setProgressing says whether the rollout moves: False when it waits for
+// someone else (a hook's operator, a budget, a paused rollout), with why;
+// True while it moves, pacing itself included (pods starting,
+// maxUnavailable in use: flipping the condition on each would only add
+// status writes); True with reason Complete once every pod is updated and
 // Ready.
-func setProgressing(status *appsv1beta1.StatefulSetStatus, c *cycle, plan planner.Plan, now time.Time) {
-	replicas := workloadref.Replicas(c.set.Spec.Replicas)
+func setProgressing(status *appsv1beta1.StatefulSetStatus, set *appsv1beta1.StatefulSet, plan planner.Plan, now time.Time) {
+	replicas := workloadref.Replicas(set.Spec.Replicas)
 	switch {
-	case plan.Waiting != "" && len(plan.Actions) == 0:
-		setCondition(status, Progressing, corev1.ConditionFalse, "Waiting", plan.Waiting, now)
+	case plan.Blocked != "" && len(plan.Actions) == 0:
+		setCondition(status, Progressing, corev1.ConditionFalse, plan.Blocked, plan.Waiting, now)
 	case status.UpdatedReplicas == replicas && status.ReadyReplicas == replicas && status.Replicas == replicas:
 		setCondition(status, Progressing, corev1.ConditionTrue, "Complete", "every pod is at the update revision and Ready", now)
 	default:

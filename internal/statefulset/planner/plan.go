@@ -24,6 +24,10 @@ type Snapshot struct {
 	// Pods are the set's pods with an ordinal name, terminating and
 	// finished ones included: they still hold their ordinal.
 	Pods []*corev1.Pod
+	// Orphans are live pods of the namespace with no controller that
+	// could be the set's (the controller has checked, live, that the set
+	// is the one read and not being deleted); adopt picks those it takes.
+	Orphans []*corev1.Pod
 	// Claims are the set's claims by name, for the retention policy.
 	Claims map[string]*corev1.PersistentVolumeClaim
 	// UpdateRevision and CurrentRevision are revision names.
@@ -66,15 +70,21 @@ type Plan struct {
 	// Waiting says why the rollout does not move, "" when it does or is
 	// done: for the Progressing condition and `kubectl describe`.
 	Waiting string
+	// Blocked names, when the wait is for someone else (a hook's operator,
+	// a budget, a user who paused the rollout), why: HookWaiting,
+	// DisruptionNotAllowed, Paused. "" for the waits a rollout paces
+	// itself with (pods starting, maxUnavailable in use), which say
+	// nothing wrong.
+	Blocked string
 }
 
 // heldRetry is when a plan with held pods looks again: a budget frees up
 // without any event on the set.
 const heldRetry = 5 * time.Second
 
-// Compute plans the next step: scaling first; when scaling has nothing to
-// do, lifecycle refreshes; then the update. One step never both scales
-// and updates, so a pod is never planned twice.
+// Compute plans the next step: adoption and release first, then scaling;
+// when scaling has nothing to do, lifecycle refreshes; then the update.
+// One step never both scales and updates, so a pod is never planned twice.
 func Compute(s Snapshot) (Plan, error) {
 	var p Plan
 	v := newView(s)
@@ -83,6 +93,10 @@ func Compute(s Snapshot) (Plan, error) {
 		p.wake(g + time.Second/2)
 	}
 	if s.Set.DeletionTimestamp != nil {
+		return p, nil
+	}
+	if actions := adopt(s); len(actions) > 0 {
+		p.Phase, p.Actions = PhaseAdopt, actions
 		return p, nil
 	}
 	scaled, blocked := scale(s, v, &p)
@@ -114,7 +128,7 @@ func (p *Plan) allowed(s Snapshot, actions []podlife.Action) []podlife.Action {
 	if len(held) > 0 {
 		p.wake(heldRetry)
 		if p.Waiting == "" {
-			p.Waiting = podlife.HeldMessage(held)
+			p.Waiting, p.Blocked = podlife.HeldMessage(held), "DisruptionNotAllowed"
 		}
 	}
 	return kept

@@ -175,7 +175,7 @@ func (v *view) deleteOrWait(pod *corev1.Pod, claims []*corev1.PersistentVolumeCl
 	if podfacts.State(pod) == pub.LifecycleStatePreparingDelete && lifecycle.IsHooked(preDelete, pod) {
 		if _, marked := pod.Labels[appsv1alpha1.SpecifiedDeleteKey]; marked || !specified {
 			if p.Waiting == "" {
-				p.Waiting = fmt.Sprintf("pod %s waits in PreparingDelete for its preDelete hook", pod.Name)
+				p.Waiting, p.Blocked = fmt.Sprintf("pod %s waits in PreparingDelete for its preDelete hook", pod.Name), "HookWaiting"
 			}
 			return nil
 		}

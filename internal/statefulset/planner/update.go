@@ -96,7 +96,7 @@ func update(s Snapshot, v *view, p *Plan) ([]podlife.Action, error) {
 	}
 	if ru.Paused {
 		if v.outdated() > 0 {
-			p.Waiting = "the rollout is paused"
+			p.Waiting, p.Blocked = "the rollout is paused", "Paused"
 		}
 		return nil, nil
 	}
