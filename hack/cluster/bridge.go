@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -30,13 +31,34 @@ type Registry struct {
 // registry a bridge keeps in step with the pods: the cluster's pinned etcd
 // binary, not the cluster's etcd.
 func (c *Cluster) StartEtcdRegistry(ctx context.Context, name string) (*Registry, error) {
-	ports, err := FreePorts(2)
-	if err != nil {
-		return nil, err
+	return c.startOnFreePorts(ctx, 2, func(ports []int) *Registry {
+		return &Registry{Name: name, Endpoint: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), binary: "etcd", health: EtcdHealth,
+			args: EtcdArgs(name, filepath.Join(c.Dir, name), ports[0], ports[1])}
+	})
+}
+
+// startOnFreePorts starts the registry build makes on n free ports, with
+// new ports when another process took one of them between their choice
+// and the registry's bind (seen in CI: "address already in use").
+func (c *Cluster) startOnFreePorts(ctx context.Context, n int, build func(ports []int) *Registry) (*Registry, error) {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var ports []int
+		if ports, err = FreePorts(n); err != nil {
+			return nil, err
+		}
+		r := build(ports)
+		if err = c.StartRegistryAgain(ctx, r); err == nil {
+			return r, nil
+		}
+		log, _ := os.ReadFile(c.LogFile(r.Name))
+		if !strings.Contains(string(log), "address already in use") {
+			return nil, err
+		}
+		_ = c.StopProcess(r.Name, syscall.SIGTERM)
+		_ = os.Remove(c.LogFile(r.Name))
 	}
-	r := &Registry{Name: name, Endpoint: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), binary: "etcd", health: EtcdHealth,
-		args: EtcdArgs(name, filepath.Join(c.Dir, name), ports[0], ports[1])}
-	return r, c.StartRegistryAgain(ctx, r)
+	return nil, err
 }
 
 // EtcdHealth is the path a registry etcd answers 200 on once it serves.
@@ -72,13 +94,10 @@ func (c *Cluster) StartRegistryAgain(ctx context.Context, r *Registry) error {
 // bridge keeps in step with the pods. It never phones home (no update
 // check) and serves neither DNS nor gRPC.
 func (c *Cluster) StartConsulRegistry(ctx context.Context, name string) (*Registry, error) {
-	ports, err := FreePorts(4)
-	if err != nil {
-		return nil, err
-	}
-	r := &Registry{Name: name, Endpoint: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), binary: "consul", health: ConsulHealth,
-		args: ConsulArgs(name, [4]int(ports))}
-	return r, c.StartRegistryAgain(ctx, r)
+	return c.startOnFreePorts(ctx, 4, func(ports []int) *Registry {
+		return &Registry{Name: name, Endpoint: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), binary: "consul", health: ConsulHealth,
+			args: ConsulArgs(name, [4]int(ports))}
+	})
 }
 
 // ConsulHealth is the path a Consul agent answers 200 on once it has a

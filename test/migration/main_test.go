@@ -17,6 +17,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/test/testenv"
@@ -38,7 +39,7 @@ func TestMain(m *testing.M) {
 		if err := clientgoscheme.AddToScheme(scheme); err != nil {
 			return err
 		}
-		for _, add := range []func(*runtime.Scheme) error{appsv1alpha1.AddToScheme, policyv1beta1.AddToScheme} {
+		for _, add := range []func(*runtime.Scheme) error{appsv1alpha1.AddToScheme, appsv1beta1.AddToScheme, policyv1beta1.AddToScheme} {
 			if err := add(scheme); err != nil {
 				return err
 			}

@@ -64,7 +64,7 @@ func TestSwapOpenKruiseAndLifeline(t *testing.T) {
 
 	t.Run("module CRDs, v1beta1 stored", func(t *testing.T) {
 		ensureOpenKruise(t)
-		w := createUnderOpenKruise(t, consul.Endpoint)
+		w := createUnderOpenKruise(t, consul.Endpoint, true)
 		requireStoredVersions(t, "v1beta1")
 		swapToLifeline(t)
 		checkAfterSwap(t, w, consul.Endpoint)
@@ -77,7 +77,7 @@ func TestSwapOpenKruiseAndLifeline(t *testing.T) {
 	}
 	t.Run("v1alpha1 stored, as the v1.9.0 tag's CRDs", func(t *testing.T) {
 		reinstallOpenKruiseStoringV1alpha1(t)
-		w := createUnderOpenKruise(t, consul.Endpoint)
+		w := createUnderOpenKruise(t, consul.Endpoint, false)
 		requireStoredVersions(t, "v1alpha1")
 		swapToLifeline(t)
 		checkAfterSwap(t, w, consul.Endpoint)

@@ -33,8 +33,10 @@ const (
 
 // workloads is what a user runs under OpenKruise before the swap: a seed
 // 001 CloneSet with one pod held in PreparingUpdate and one in
-// PreparingDelete, a guarded CloneSet under a budget that allows nothing,
-// and a StatefulSet whose pods a PersistentPodState keeps on their nodes.
+// PreparingDelete, an Advanced StatefulSet with seed 001's hooks and one
+// pod held in PreparingUpdate, a guarded CloneSet under a budget that
+// allows nothing, and a StatefulSet whose pods a PersistentPodState keeps
+// on their nodes.
 type workloads struct {
 	ns string
 	// before are the pods as the swap found them.
@@ -44,6 +46,8 @@ type workloads struct {
 	revisions      []string
 	updateRevision string
 	held           struct{ update, delete string }
+	// ordered is the Advanced StatefulSet's part of the scene.
+	ordered orderedScene
 }
 
 type podFacts struct {
@@ -58,7 +62,11 @@ type podFacts struct {
 // createUnderOpenKruise builds the scene with OpenKruise and seed 001's
 // operator running, and leaves the two pods held with the operator
 // stopped.
-func createUnderOpenKruise(t *testing.T, consul string) *workloads {
+//
+// withOrdered adds the Advanced StatefulSet: its hooks are v1beta1-only
+// fields, which CRDs storing v1alpha1 prune (OpenKruise's own loss, which
+// Lifeline's conversion keeps; see docs/statefulset.md).
+func createUnderOpenKruise(t *testing.T, consul string, withOrdered bool) *workloads {
 	ctx := context.Background()
 	w := &workloads{ns: newNamespace(t)}
 	startOperator(t, consul)
@@ -71,7 +79,13 @@ func createUnderOpenKruise(t *testing.T, consul string) *workloads {
 			return p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStateNormal) && p.Labels["example.com/newly-create"] == "false"
 		})
 	})
+	if withOrdered {
+		createOrderedUnderOpenKruise(t, w.ns)
+	}
 	stopOperator(t)
+	if withOrdered {
+		w.ordered = holdOrderedUpdate(t, w.ns)
+	}
 
 	// A scale-in that names its pod: OpenKruise holds it in
 	// PreparingDelete for the operator, which is stopped.
@@ -168,6 +182,9 @@ func checkAfterSwap(t *testing.T, w *workloads, consul string) {
 		return true
 	})
 
+	if w.ordered.held != "" {
+		checkOrderedAfterSwap(t, w.ns, w.ordered, w.before)
+	}
 	checkBudgetRefuses(t, w.ns)
 	checkStatefulSetPodReturns(t, w.ns)
 
