@@ -145,6 +145,10 @@ func (e *Expectations) Satisfied(owner types.NamespacedName, cached []*corev1.Po
 	return waiting == "", waiting, expired, nil
 }
 
+// freshCreate is how long a created pod the cache does not show is simply
+// awaited before it is looked up around the cache.
+const freshCreate = time.Second
+
 // unseenPod is a created pod the cache does not show yet.
 type unseenPod struct {
 	name string
@@ -162,6 +166,14 @@ func (e *Expectations) check(owner types.NamespacedName, byName map[string]*core
 		switch x.kind {
 		case expectCreated:
 			met = found
+			if !found && now.Sub(x.since) < freshCreate {
+				// Its watch event is on its way; a lookup now would cost
+				// a read per pod created.
+				if waiting == "" {
+					waiting = fmt.Sprintf("pod %s to be created in the cache", name)
+				}
+				continue
+			}
 			if !found && now.Sub(x.since) <= e.timeout {
 				unseen = append(unseen, unseenPod{name: name, uid: x.uid})
 				continue

@@ -55,21 +55,28 @@ func TestExpectationsFollowTheCache(t *testing.T) {
 	}
 
 	// A pod created and deleted again before the cache showed it: the
-	// cache may never show it, so it is not waited for.
+	// cache may never show it, so once its event is overdue it is looked
+	// up, and not waited for. A fresh one is awaited without a read.
+	later := t0.Add(freshCreate)
 	e.ExpectCreated(owner, created("web-y", "uid-y"), t0)
-	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, t0); !ok {
+	reads := 0
+	counted := func(name string) (types.UID, bool, error) { reads++; return lookup(name) }
+	if ok, _, _, _ := e.Satisfied(owner, nil, counted, t0); ok || reads != 0 {
+		t.Fatalf("a fresh creation: ok %v after %d reads; want waiting, no read", ok, reads)
+	}
+	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, later); !ok {
 		t.Fatal("waiting for a pod that is already gone")
 	}
 	// One replaced by a pod of the same name, likewise.
 	apiServer["web-x"] = "uid-x2"
 	e.ExpectCreated(owner, created("web-x", "uid-x1"), t0)
-	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, t0); !ok {
+	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, later); !ok {
 		t.Fatal("waiting for a pod replaced under the same name")
 	}
 
 	apiServer["web-z"] = "uid-z"
 	e.ExpectCreated(owner, created("web-z", "uid-z"), t0)
-	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, t0); ok {
+	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, later); ok {
 		t.Fatal("satisfied while the pod exists but the cache lags")
 	}
 	if ok, _, expired, _ := e.Satisfied(owner, nil, lookup, t0.Add(2*time.Minute)); !ok || expired != 1 {
@@ -86,7 +93,7 @@ func TestExpectationsLookUpOnePodAtATime(t *testing.T) {
 	for i := 0; i < 500; i++ {
 		e.ExpectCreated(owner, created(fmt.Sprintf("web-%03d", i), "uid"), t0)
 	}
-	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, t0); ok || lookups != 1 {
+	if ok, _, _, _ := e.Satisfied(owner, nil, lookup, t0.Add(freshCreate)); ok || lookups != 1 {
 		t.Fatalf("ok %v after %d reads around the cache; want waiting after 1", ok, lookups)
 	}
 }
@@ -115,9 +122,10 @@ func TestSeenWrite(t *testing.T) {
 // across the read.
 func TestSlowLookupStallsNoOtherOwner(t *testing.T) {
 	slow, other := types.NamespacedName{Namespace: "ns", Name: "slow"}, types.NamespacedName{Namespace: "ns", Name: "other"}
-	now := time.Now()
+	created0 := time.Now()
+	now := created0.Add(freshCreate)
 	e := NewExpectations(time.Minute)
-	e.ExpectCreated(slow, created("slow-a", "uid-a"), now)
+	e.ExpectCreated(slow, created("slow-a", "uid-a"), created0)
 	e.ExpectDeleted(other, "other-a", now)
 
 	inLookup, release := make(chan struct{}), make(chan struct{})

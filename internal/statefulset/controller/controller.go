@@ -123,8 +123,9 @@ func (r *Reconciler) setOfOrphan(ctx context.Context, obj client.Object) []recon
 }
 
 // Reconcile moves one set one step towards its spec: read a snapshot
-// (once the cache shows our own writes), write the planned revision,
-// write the status, plan and execute one step, and tidy up.
+// (once the cache shows our own writes), write the planned revision, plan
+// and execute one step, write the status (counting the pods the step
+// made), and tidy up.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c, wait, err := r.readSnapshot(ctx, req)
 	if c == nil || err != nil {
@@ -136,14 +137,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	c.useRevisions(r)
 	status := planner.Status(c.snap, &c.revs.CollisionCount, c.selector)
 	status.Conditions = append([]appsv1.StatefulSetCondition(nil), c.set.Status.Conditions...)
+	result, created, syncErr := r.sync(ctx, c, &status)
+	if len(created) > 0 {
+		// One status write per step, counting the pods it made.
+		counted := planner.Status(c.snap.WithCreated(created), &c.revs.CollisionCount, c.selector)
+		counted.Conditions = status.Conditions
+		status = counted
+	}
 	if c.set, err = r.writeStatus(ctx, c.set, status); err != nil {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{Requeue: true}, nil
+			return ctrl.Result{Requeue: true}, syncErr
 		}
-		return ctrl.Result{}, err
-	}
-	result, syncErr := r.sync(ctx, c, &status)
-	if c.set, err = r.writeStatus(ctx, c.set, status); err != nil {
 		return ctrl.Result{}, errors.Join(syncErr, err)
 	}
 	recordGauges(c.set, &status)
@@ -165,14 +169,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 const staleRetry = time.Second
 
 // sync plans and executes one step, and records what failed or waits in
-// the set's conditions.
-func (r *Reconciler) sync(ctx context.Context, c *cycle, status *appsv1beta1.StatefulSetStatus) (ctrl.Result, error) {
+// the set's conditions. It returns the step's actions when all of them
+// were carried out.
+func (r *Reconciler) sync(ctx context.Context, c *cycle, status *appsv1beta1.StatefulSetStatus) (ctrl.Result, []podlife.Action, error) {
 	now := c.snap.Now
 	plan, err := planner.Compute(c.snap)
 	if err != nil {
 		r.Recorder.Eventf(c.set, nil, corev1.EventTypeWarning, "FailedPlan", "Plan", "%v", err)
 		setCondition(status, appsv1beta1.FailedUpdatePod, corev1.ConditionTrue, "FailedPlan", err.Error(), now)
-		return ctrl.Result{}, err
+		return ctrl.Result{}, nil, err
 	}
 	if len(plan.Held) > 0 {
 		r.Recorder.Eventf(c.set, nil, corev1.EventTypeWarning, "DisruptionNotAllowed", "Disrupt", "%s", podlife.HeldMessage(plan.Held))
@@ -185,15 +190,15 @@ func (r *Reconciler) sync(ctx context.Context, c *cycle, status *appsv1beta1.Sta
 	}
 	if err != nil {
 		setCondition(status, failed, corev1.ConditionTrue, "Failed"+string(plan.Phase), err.Error(), now)
-		return ctrl.Result{}, err
+		return ctrl.Result{}, nil, err
 	}
 	if len(plan.Actions) > 0 {
 		removeCondition(status, failed)
 	}
 	if stale {
-		return ctrl.Result{RequeueAfter: staleRetry}, nil
+		return ctrl.Result{RequeueAfter: staleRetry}, nil, nil
 	}
-	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, plan.Actions, nil
 }
 
 func historyLimit(set *appsv1beta1.StatefulSet) int {

@@ -204,6 +204,12 @@ func TestStatus(t *testing.T) {
 	if st := Status(s, nil, ""); st.CurrentRevision != oldRev {
 		t.Errorf("updated but not all ready: current moved to %s", st.CurrentRevision)
 	}
+	// The pods a step made count in the status written after it.
+	s = snapshot(set(3, false), pod(0, newRev))
+	p, _ := Compute(s)
+	if st := Status(s.WithCreated(p.Actions), nil, ""); st.Replicas != 2 || st.UpdatedReplicas != 2 || st.ReadyReplicas != 1 || len(s.Pods) != 1 {
+		t.Errorf("after creating db-1: %+v (snapshot pods %d)", st, len(s.Pods))
+	}
 }
 
 func scaleMax(n int32) func(*appsv1beta1.StatefulSet) {

@@ -1,6 +1,9 @@
 package planner
 
 import (
+	"slices"
+	"strconv"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -58,6 +61,27 @@ func Status(s Snapshot, collisionCount *int32, selector string) appsv1beta1.Stat
 	}
 	st.VolumeClaims = claimStatus(s)
 	return st
+}
+
+// WithCreated is the snapshot with the pods the plan's creations made
+// (Pending, at their revisions), so the status written after a step counts
+// them as OpenKruise's and Kubernetes' do: one status write per created
+// pod, not one for the step and another once the cache shows the pod.
+func (s Snapshot) WithCreated(actions []podlife.Action) Snapshot {
+	pods := s.Pods
+	for _, a := range actions {
+		c, ok := a.(podlife.CreatePod)
+		if !ok {
+			continue
+		}
+		if ord, err := strconv.Atoi(c.InstanceID); err == nil {
+			pod := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}}
+			pod.Name, pod.Labels = PodName(s.Set.Name, ord), map[string]string{appsv1.ControllerRevisionHashLabelKey: c.Revision}
+			pods = append(slices.Clip(pods), pod)
+		}
+	}
+	s.Pods = pods
+	return s
 }
 
 // claimStatus counts, per claim template, the pods in range whose claim
