@@ -62,7 +62,8 @@ type Reconciler struct {
 	// Pods lists each set's pods; nil: through the client.
 	Pods ownerindex.PodLister
 
-	exec *podexec.Executor
+	exec      *podexec.Executor
+	ownWrites podexec.OwnWrites
 }
 
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=statefulsets,verbs=get;list;watch

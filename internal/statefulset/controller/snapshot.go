@@ -43,9 +43,14 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	if err := r.Get(ctx, req.NamespacedName, set); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.exec.Expectations.Forget(req.NamespacedName)
+			r.ownWrites.Forget(req.NamespacedName)
 			deleteGauges(req.Namespace, req.Name)
 		}
 		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !r.ownWrites.Seen(req.NamespacedName, set.ResourceVersion) {
+		// Its event brings the set back once the cache shows our write.
+		return nil, ctrl.Result{RequeueAfter: staleRetry}, nil
 	}
 	now := r.Clock.Now()
 	pods, err := r.Pods.OwnedPods(ctx, set.Namespace, string(set.UID))

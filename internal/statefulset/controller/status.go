@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/statefulset/planner"
@@ -30,6 +31,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, set *appsv1beta1.StatefulS
 	if err := r.Status().Update(ctx, updated); err != nil {
 		return set, err
 	}
+	r.ownWrites.Wrote(client.ObjectKeyFromObject(set), updated.ResourceVersion)
 	return updated, nil
 }
 
