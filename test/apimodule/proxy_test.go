@@ -1,7 +1,10 @@
 package apimodule
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,13 +17,34 @@ import (
 
 // publish lays out dir as a module proxy (GOPROXY's file:// form) holding
 // this repository's API and SDK modules as a release would publish them: a
-// zip, go.mod and info of each at the version the SDK's go.mod requires of
-// the API, and that version as @latest. It returns the proxy's URL.
+// zip, go.mod and info of each, and that version as @latest, the SDK's
+// go.mod requiring the API at it. It returns the proxy's URL.
+//
+// The version is a pseudo-version named after the two trees' contents: the
+// go command keeps what it once fetched at a version for good (the module
+// cache, and the file lists of its build cache), so a working tree
+// published again at the same version would be read as the old one.
 func publish(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	version := apiVersionOfSDK(t)
-	for path, src := range map[string]string{apiModule: repoDir(t, "api"), sdkModule: repoDir(t, "pkg")} {
+	version := contentVersion(t, repoDir(t, "api"), repoDir(t, "pkg"))
+	sdk := t.TempDir()
+	if err := os.CopyFS(sdk, os.DirFS(repoDir(t, "pkg"))); err != nil {
+		t.Fatal(err)
+	}
+	f := parseMod(t, filepath.Join(sdk, "go.mod"))
+	if err := f.AddRequire(apiModule, version); err != nil {
+		t.Fatal(err)
+	}
+	f.Cleanup()
+	sdkMod, err := f.Format()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sdk, "go.mod"), sdkMod, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, src := range map[string]string{apiModule: repoDir(t, "api"), sdkModule: sdk} {
 		base := filepath.Join(dir, filepath.FromSlash(path), "@v")
 		if err := os.MkdirAll(base, 0o755); err != nil {
 			t.Fatal(err)
@@ -55,16 +79,30 @@ func publish(t *testing.T) string {
 	return "file://" + filepath.ToSlash(dir)
 }
 
-// apiVersionOfSDK is the version of the API module that pkg/go.mod requires.
-func apiVersionOfSDK(t *testing.T) string {
+// contentVersion is a pseudo-version whose revision part hashes every
+// file under dirs, by path and content.
+func contentVersion(t *testing.T, dirs ...string) string {
 	t.Helper()
-	for _, r := range parseMod(t, filepath.Join(repoDir(t, "pkg"), "go.mod")).Require {
-		if r.Mod.Path == apiModule {
-			return r.Mod.Version
+	h := sha256.New()
+	for _, root := range dirs {
+		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(filepath.Dir(root), path)
+			fmt.Fprintf(h, "%s %d\n", rel, len(data))
+			h.Write(data)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
-	t.Fatalf("pkg/go.mod does not require %s", apiModule)
-	return ""
+	return "v0.0.0-20260101000000-" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // stranger makes a new module outside the repository, as a hook operator's
