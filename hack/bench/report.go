@@ -62,7 +62,7 @@ func printReport(r *report) {
 	printPlacements(r)
 	printMemory(r)
 	printConversion(r)
-	fmt.Println("\nTargets (issue 24):")
+	fmt.Println("\nTargets (issues 24 and 25):")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	unmeasured := 0
 	for _, t := range r.Targets {

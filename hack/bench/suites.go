@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
@@ -13,16 +15,30 @@ import (
 type suite struct {
 	name           string
 	implementation string // Kubernetes, Lifeline or OpenKruise
-	workload       string // Deployment, StatefulSet or CloneSet
+	workload       string // Deployment, StatefulSet, CloneSet or AdvancedStatefulSet
 	inPlace, gate  bool   // InPlaceIfPossible; the template declares InPlaceUpdateReady
-	noWebhook      bool   // Lifeline without its pod binding webhook
-	profile        cluster.Profile
+	// ordered: a StatefulSet's OrderedReady pod management (Parallel
+	// otherwise), one pod at a time in every step.
+	ordered   bool
+	noWebhook bool // Lifeline without its pod binding webhook
+	profile   cluster.Profile
 }
 
 func (s suite) label() string {
 	l := s.implementation + " " + s.workload
+	if s.workload == "AdvancedStatefulSet" {
+		l = s.implementation + " Advanced StatefulSet"
+	}
 	var how []string
-	if s.workload == "CloneSet" {
+	switch {
+	case s.workload == "StatefulSet" || s.workload == "AdvancedStatefulSet":
+		if s.ordered {
+			how = append(how, "OrderedReady")
+		} else {
+			how = append(how, "Parallel")
+		}
+	}
+	if s.workload == "CloneSet" || s.workload == "AdvancedStatefulSet" {
 		if s.inPlace {
 			how = append(how, "in-place")
 		} else {
@@ -89,10 +105,20 @@ var suites = func() []suite {
 		return suite{name: name, implementation: impl, workload: "CloneSet", inPlace: inPlace, gate: gate, profile: p}
 	}
 	i, r := cluster.Instant, cluster.Realistic
+	a := func(name, impl string, inPlace bool) suite {
+		return suite{name: name, implementation: impl, workload: "AdvancedStatefulSet", inPlace: inPlace, gate: inPlace, profile: i}
+	}
 	noWebhook := func(s suite) suite { s.noWebhook = true; return s }
+	ordered := func(s suite) suite { s.ordered = true; return s }
 	return []suite{
 		k("deployment", "Deployment", i),
 		k("statefulset", "StatefulSet", i),
+		ordered(k("statefulset-ordered", "StatefulSet", i)),
+		a("advanced-statefulset", "Lifeline", false),
+		ordered(a("advanced-statefulset-ordered", "Lifeline", false)),
+		a("advanced-statefulset-inplace", "Lifeline", true),
+		a("openkruise-advanced-statefulset", "OpenKruise", false),
+		a("openkruise-advanced-statefulset-inplace", "OpenKruise", true),
 		c("cloneset", "Lifeline", false, false, i),
 		c("cloneset-inplace", "Lifeline", true, false, i),
 		c("cloneset-gate", "Lifeline", false, true, i),
@@ -133,7 +159,7 @@ func (b *bench) runSuite(ctx context.Context, s suite) error {
 		pods        int
 	}{
 		{stepUp, fmt.Sprintf("0→%d", pods), func(ctx context.Context) error { return w.create(ctx, b.k8s, pods) }, pods, int(pods)},
-		{stepUpdate, fmt.Sprintf("of %d, maxUnavailable 20%%", pods), func(ctx context.Context) error { return w.setImage(ctx, b.k8s, "nginx:1.28") }, pods, int(pods)},
+		{stepUpdate, fmt.Sprintf("of %d, maxUnavailable %s", pods, ptr.To(w.maxUnavailable()).String()), func(ctx context.Context) error { return w.setImage(ctx, b.k8s, "nginx:1.28") }, pods, int(pods)},
 		{stepDown, fmt.Sprintf("%d→%d", pods, down), func(ctx context.Context) error { return w.scale(ctx, b.k8s, down) }, down, int(pods - down)},
 	} {
 		fmt.Printf("%s: %s %s\n", s.label(), st.step, st.about)

@@ -74,6 +74,18 @@ func targets(r *report) []target {
 			ratio(fmt.Sprintf("%s ≤ the Deployment's pod writes, %s", p[0], step), val(c, writes), val(d, writes), 1, true, "writes/pod")
 		}
 	}
+	// Issue 25: an Advanced StatefulSet at or below a native one's time,
+	// pod writes and controller requests where the work is the same
+	// (Parallel with maxUnavailable 20%, OrderedReady one pod at a time).
+	requests := func(x *rollout) float64 { return float64(x.Requests) }
+	for _, p := range [][2]string{{"advanced-statefulset", "statefulset"}, {"advanced-statefulset-ordered", "statefulset-ordered"}} {
+		for _, step := range []string{stepUp, stepUpdate, stepDown} {
+			a, n := pair(p[0], p[1], step)
+			ratio(fmt.Sprintf("%s ≤ the StatefulSet's time, %s", p[0], step), val(a, wall), val(n, wall), 1, true, "s")
+			ratio(fmt.Sprintf("%s ≤ the StatefulSet's pod writes, %s", p[0], step), val(a, writes), val(n, writes), 1, true, "writes/pod")
+			ratio(fmt.Sprintf("%s ≤ the StatefulSet's controller requests, %s", p[0], step), val(a, requests), val(n, requests), 1, true, "requests")
+		}
+	}
 	return out
 }
 

@@ -12,14 +12,30 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 )
 
 // workload is a suite's object in its namespace: the same template,
-// rollout budget (maxUnavailable 20%, no surge) and image change whatever
-// the kind.
+// rollout budget (maxUnavailable 20%, no surge; 1 for an OrderedReady
+// StatefulSet, which an Advanced StatefulSet requires) and image change
+// whatever the kind.
 type workload struct {
 	suite
 	ns string
+}
+
+func (w workload) maxUnavailable() intstr.IntOrString {
+	if w.ordered {
+		return intstr.FromInt32(1)
+	}
+	return intstr.FromString("20%")
+}
+
+func (w workload) policy() appsv1.PodManagementPolicyType {
+	if w.ordered {
+		return appsv1.OrderedReadyPodManagement
+	}
+	return appsv1.ParallelPodManagement
 }
 
 func (w workload) create(ctx context.Context, k8s ctrlclient.Client, replicas int32) error {
@@ -28,7 +44,7 @@ func (w workload) create(ctx context.Context, k8s ctrlclient.Client, replicas in
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "bench"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "nginx:1.27"}}},
 	}
-	twenty := intstr.FromString("20%")
+	twenty := w.maxUnavailable()
 	zero := intstr.FromInt32(0)
 	meta := metav1.ObjectMeta{Namespace: w.ns, Name: "bench"}
 	selector := &metav1.LabelSelector{MatchLabels: labels}
@@ -39,21 +55,29 @@ func (w workload) create(ctx context.Context, k8s ctrlclient.Client, replicas in
 				Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 					RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &twenty, MaxSurge: &zero}}}})
 	case "StatefulSet":
-		// Parallel: a StatefulSet's ordered start would measure its
-		// ordering, not its controller.
 		return k8s.Create(ctx, &appsv1.StatefulSet{ObjectMeta: meta,
 			Spec: appsv1.StatefulSetSpec{Replicas: &replicas, Selector: selector, Template: tmpl, ServiceName: "bench",
-				PodManagementPolicy: appsv1.ParallelPodManagement,
+				PodManagementPolicy: w.policy(),
 				UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
 					RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: &twenty}}}})
-	}
-	strategy := appsv1alpha1.CloneSetUpdateStrategy{MaxUnavailable: &twenty, MaxSurge: &zero}
-	if w.inPlace {
-		strategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
 	}
 	if w.gate {
 		// As OpenKruise's in-place documentation has users write it.
 		tmpl.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pub.InPlaceUpdateReady}}
+	}
+	if w.workload == "AdvancedStatefulSet" {
+		policy := appsv1beta1.RecreatePodUpdateStrategyType
+		if w.inPlace {
+			policy = appsv1beta1.InPlaceIfPossiblePodUpdateStrategyType
+		}
+		return k8s.Create(ctx, &appsv1beta1.StatefulSet{ObjectMeta: meta,
+			Spec: appsv1beta1.StatefulSetSpec{Replicas: &replicas, Selector: selector, Template: tmpl, ServiceName: "bench", PodManagementPolicy: w.policy(),
+				UpdateStrategy: appsv1beta1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+					RollingUpdate: &appsv1beta1.RollingUpdateStatefulSetStrategy{MaxUnavailable: &twenty, PodUpdatePolicy: policy}}}})
+	}
+	strategy := appsv1alpha1.CloneSetUpdateStrategy{MaxUnavailable: &twenty, MaxSurge: &zero}
+	if w.inPlace {
+		strategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType
 	}
 	return k8s.Create(ctx, &appsv1alpha1.CloneSet{ObjectMeta: meta,
 		Spec: appsv1alpha1.CloneSetSpec{Replicas: &replicas, Selector: selector, Template: tmpl, UpdateStrategy: strategy}})
@@ -66,6 +90,8 @@ func (w workload) object() ctrlclient.Object {
 		return &appsv1.Deployment{ObjectMeta: meta}
 	case "StatefulSet":
 		return &appsv1.StatefulSet{ObjectMeta: meta}
+	case "AdvancedStatefulSet":
+		return &appsv1beta1.StatefulSet{ObjectMeta: meta}
 	}
 	return &appsv1alpha1.CloneSet{ObjectMeta: meta}
 }
@@ -96,6 +122,12 @@ func (w workload) settled(ctx context.Context, k8s ctrlclient.Client, replicas i
 			return false, nil
 		}
 	case *appsv1.StatefulSet:
+		s := o.Status
+		if s.ObservedGeneration != o.Generation || s.UpdatedReplicas != replicas || s.AvailableReplicas != replicas || s.Replicas != replicas ||
+			s.CurrentRevision != s.UpdateRevision {
+			return false, nil
+		}
+	case *appsv1beta1.StatefulSet:
 		s := o.Status
 		if s.ObservedGeneration != o.Generation || s.UpdatedReplicas != replicas || s.AvailableReplicas != replicas || s.Replicas != replicas ||
 			s.CurrentRevision != s.UpdateRevision {
