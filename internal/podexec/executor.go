@@ -326,6 +326,8 @@ func (e *Executor) recordWrite(w Workload, a podlife.Writer) {
 		}
 	case podlife.UpdateNextBatch:
 		e.Recorder.Eventf(w.Object(), pod, corev1.EventTypeNormal, "InPlaceUpdateNextBatch", "Update", "pod %s: next in-place batch %v (%s)", pod.Name, a.Containers, a.Reason)
+	case podlife.Relabel:
+		e.Recorder.Eventf(w.Object(), pod, corev1.EventTypeNormal, "RepairedPod", "Relabel", "pod %s: %s", pod.Name, a.Reason)
 	case podlife.UpdateInPlace:
 		e.Recorder.Eventf(w.Object(), pod, corev1.EventTypeNormal, "SuccessfulUpdatePodInPlace", "Update", "successfully update pod %s in-place(revision %s)", pod.Name, a.Revision)
 	}
@@ -341,7 +343,7 @@ func failureKind(a podlife.Action) string {
 		return "create"
 	case podlife.DeletePod, podlife.DeleteClaim:
 		return "delete"
-	case podlife.SetState, podlife.InitPodReady, podlife.ReleasePod, podlife.AdoptPod, podlife.HandOverClaim:
+	case podlife.SetState, podlife.InitPodReady, podlife.ReleasePod, podlife.AdoptPod, podlife.Relabel, podlife.HandOverClaim:
 		return "patch"
 	}
 	return "update"

@@ -147,6 +147,14 @@ type AdoptPod struct {
 	Reason string
 }
 
+// Relabel repairs labels a workload's pod must carry (an Advanced
+// StatefulSet pod's identity), in a write guarded as every pod write is.
+type Relabel struct {
+	Pod    *corev1.Pod
+	Writes []PodWrite
+	Reason string
+}
+
 // HandOverClaim makes Pod the only owner of a claim, so the claim goes
 // when the pod goes (disablePVCReuse with a terminating pod).
 type HandOverClaim struct {
@@ -163,16 +171,19 @@ type DeleteClaim struct {
 
 func (ReleasePod) Kind() string    { return "ReleasePod" }
 func (AdoptPod) Kind() string      { return "AdoptPod" }
+func (Relabel) Kind() string       { return "Relabel" }
 func (HandOverClaim) Kind() string { return "HandOverClaim" }
 func (DeleteClaim) Kind() string   { return "DeleteClaim" }
 
 func (a ReleasePod) Target() *corev1.Pod  { return a.Pod }
 func (a AdoptPod) Target() *corev1.Pod    { return a.Pod }
+func (a Relabel) Target() *corev1.Pod     { return a.Pod }
 func (HandOverClaim) Target() *corev1.Pod { return nil }
 func (DeleteClaim) Target() *corev1.Pod   { return nil }
 
 func (a ReleasePod) Why() string    { return a.Reason }
 func (a AdoptPod) Why() string      { return a.Reason }
+func (a Relabel) Why() string       { return a.Reason }
 func (a HandOverClaim) Why() string { return a.Reason }
 func (a DeleteClaim) Why() string   { return a.Reason }
 
@@ -205,12 +216,14 @@ func (a InitPodReady) PodWrites() []PodWrite    { return a.Writes }
 func (a UpdateInPlace) PodWrites() []PodWrite   { return a.Writes }
 func (a FinishGrace) PodWrites() []PodWrite     { return a.Writes }
 func (a UpdateNextBatch) PodWrites() []PodWrite { return a.Writes }
+func (a Relabel) PodWrites() []PodWrite         { return a.Writes }
 
 func (a SetState) Warned() []Warning      { return a.Warnings }
 func (InitPodReady) Warned() []Warning    { return nil }
 func (UpdateInPlace) Warned() []Warning   { return nil }
 func (FinishGrace) Warned() []Warning     { return nil }
 func (UpdateNextBatch) Warned() []Warning { return nil }
+func (Relabel) Warned() []Warning         { return nil }
 
 func (DeletePod) Disrupts() disruption.Kind     { return disruption.Delete }
 func (a SetState) Disrupts() disruption.Kind    { return a.Disruption }

@@ -58,3 +58,31 @@ func TestAdvancedStatefulSetAdoptsOrphans(t *testing.T) {
 		t.Fatalf("adopted %v; want db-0 and db-1, the orphans %v", adopted, uids)
 	}
 }
+
+// TestAdvancedStatefulSetRepairsIdentityLabels: a pod whose identity
+// labels someone removed or changed gets them back, the same pod.
+func TestAdvancedStatefulSetRepairsIdentityLabels(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	set := newAdvancedStatefulSet(ns, "db", 1, appsv1.ParallelPodManagement)
+	if err := k8s.Create(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	waitAdvancedStatefulSet(t, set, "1 pod Ready", stsSettled(1))
+	before, err := client.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"metadata":{"labels":{"statefulset.kubernetes.io/pod-name":null,"apps.kubernetes.io/pod-index":"9"}}}`)
+	if _, err := client.CoreV1().Pods(ns).Patch(ctx, "db-0", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "db-0's identity labels back", func(ctx context.Context) (bool, string, error) {
+		pod, err := client.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return pod.UID == before.UID && pod.Labels["statefulset.kubernetes.io/pod-name"] == "db-0" && pod.Labels["apps.kubernetes.io/pod-index"] == "0",
+			fmt.Sprintf("%s %v", pod.UID, pod.Labels), nil
+	})
+}

@@ -22,8 +22,8 @@ import (
 
 // The identity labels a set's pods carry, as a StatefulSet's.
 const (
-	PodNameLabel  = "statefulset.kubernetes.io/pod-name"
-	PodIndexLabel = "apps.kubernetes.io/pod-index"
+	PodNameLabel  = planner.PodNameLabel
+	PodIndexLabel = planner.PodIndexLabel
 )
 
 // workload is a set as the shared executor needs it: the object its

@@ -34,6 +34,8 @@ func TestAdoptAndRelease(t *testing.T) {
 			withOrphans(snapshot(set(1, true, selected), pod(0, newRev, app)), pod(1, newRev, app, terminating)), nil, ""},
 		{"nothing is adopted by a set being deleted",
 			withOrphans(snapshot(set(2, true, selected, deleting), pod(0, newRev, app)), pod(1, newRev, app)), nil, ""},
+		{"an owned pod whose identity labels were changed gets them back",
+			snapshot(set(2, true, selected), pod(0, newRev, app, label(PodIndexLabel, "7")), pod(1, newRev, app)), []string{"relabel db-0"}, ""},
 		{"an owned pod the selector no longer matches is released",
 			snapshot(set(2, true, selected), pod(0, newRev, app), pod(1, newRev)), []string{"releasepod db-1"}, ""},
 	} {
@@ -46,6 +48,9 @@ func TestAdoptAndRelease(t *testing.T) {
 				t.Fatalf("actions %q, want %q", got, c.want)
 			}
 			for _, a := range p.Actions {
+				if r, ok := a.(podlife.Relabel); ok && (r.Writes[0].Labels[PodIndexLabel] != "0" || len(r.Writes[0].Labels) != 1) {
+					t.Errorf("relabel writes %+v, want pod-index 0 only", r.Writes)
+				}
 				if a, ok := a.(podlife.AdoptPod); ok {
 					if a.Pod.Name != c.adopted || a.Owner.UID != "set-uid" || a.Owner.Kind != "StatefulSet" || a.Owner.APIVersion != "apps.kruise.io/v1beta1" ||
 						a.Owner.Controller == nil || !*a.Owner.Controller {

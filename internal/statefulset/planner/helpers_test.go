@@ -65,7 +65,7 @@ func pod(ord int, rev string, mutate ...func(*corev1.Pod)) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: PodName("db", ord), Namespace: "default",
 			Labels: map[string]string{appsv1.ControllerRevisionHashLabelKey: rev, pub.LifecycleStateKey: string(pub.LifecycleStateNormal),
-				"example.com/drain": "true"},
+				"example.com/drain": "true", PodNameLabel: PodName("db", ord), PodIndexLabel: fmt.Sprint(ord)},
 		},
 		Spec: corev1.PodSpec{NodeName: "node-0"},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning,
