@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"testing"
 	"time"
 
@@ -130,19 +129,8 @@ func orderedRevisions(t *testing.T, ns string) ([]string, string) {
 	if err := k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: orderedSet}, set); err != nil {
 		t.Fatal(err)
 	}
-	list, err := client.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, cr := range list.Items {
-		if owner := metav1.GetControllerOf(&cr); owner != nil && owner.UID == set.UID {
-			names = append(names, cr.Name)
-		}
-	}
-	sort.Strings(names)
 	if set.Status.UpdateRevision == "" {
 		t.Fatalf("the Advanced StatefulSet has no update revision: %+v", set.Status)
 	}
-	return names, set.Status.UpdateRevision
+	return ownedRevisions(t, ns, set.UID), set.Status.UpdateRevision
 }

@@ -366,23 +366,29 @@ func snapshot(t *testing.T, ns string) map[string]podFacts {
 // and its update revision.
 func revisionsOf(t *testing.T, ns, name string) ([]string, string) {
 	t.Helper()
-	ctx := context.Background()
 	cs := &appsv1alpha1.CloneSet{}
-	if err := k8s.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: name}, cs); err != nil {
+	if err := k8s.Get(context.Background(), ctrlclient.ObjectKey{Namespace: ns, Name: name}, cs); err != nil {
 		t.Fatal(err)
 	}
-	list, err := client.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
+	return ownedRevisions(t, ns, cs.UID), cs.Status.UpdateRevision
+}
+
+// ownedRevisions lists the names of the ControllerRevisions owner
+// controls, sorted.
+func ownedRevisions(t *testing.T, ns string, owner types.UID) []string {
+	t.Helper()
+	list, err := client.AppsV1().ControllerRevisions(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
 	for _, cr := range list.Items {
-		if owner := metav1.GetControllerOf(&cr); owner != nil && owner.UID == cs.UID {
+		if ref := metav1.GetControllerOf(&cr); ref != nil && ref.UID == owner {
 			names = append(names, cr.Name)
 		}
 	}
 	sort.Strings(names)
-	return names, cs.Status.UpdateRevision
+	return names
 }
 
 func patchCloneSet(t *testing.T, ns, name, patch string) {
