@@ -271,4 +271,4 @@ func (c *Cluster) pointWebhooks(ctx context.Context, port int) error {
 }
 
 // ConvertedCRDs are the CRDs whose conversion the manager serves.
-var ConvertedCRDs = []string{"clonesets.apps.kruise.io", "persistentpodstates.apps.kruise.io", "podunavailablebudgets.policy.kruise.io", "statefulsets.apps.kruise.io"}
+var ConvertedCRDs = []string{"clonesets.apps.kruise.io", "persistentpodstates.apps.kruise.io", "podunavailablebudgets.policy.kruise.io", "statefulsets.apps.kruise.io", "daemonsets.apps.kruise.io"}

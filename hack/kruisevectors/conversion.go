@@ -44,6 +44,10 @@ var pairs = map[string]pair{
 		func() conversion.Convertible { return &appsv1alpha1.StatefulSet{} },
 		func() conversion.Hub { return &appsv1beta1.StatefulSet{} },
 	},
+	"DaemonSet": {
+		func() conversion.Convertible { return &appsv1alpha1.DaemonSet{} },
+		func() conversion.Hub { return &appsv1beta1.DaemonSet{} },
+	},
 	"PodUnavailableBudget": {
 		func() conversion.Convertible { return &policyv1alpha1.PodUnavailableBudget{} },
 		func() conversion.Hub { return &policyv1beta1.PodUnavailableBudget{} },

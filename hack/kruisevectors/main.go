@@ -8,7 +8,8 @@
 //
 // With "conversion" first, it records instead what OpenKruise's conversion
 // code makes of each object (CloneSet, PodUnavailableBudget,
-// PersistentPodState, StatefulSet, either version) in the other version:
+// PersistentPodState, StatefulSet, DaemonSet, either version) in the other
+// version:
 //
 //	go run . conversion ../../internal/conversion/testdata/corpus.yaml ../../internal/conversion/testdata/kruise-v1.9.0.json
 //
@@ -17,6 +18,13 @@
 // its controller names:
 //
 //	go run . statefulset ../../internal/statefulset/webhook/testdata/corpus.yaml ../../internal/statefulset/webhook/testdata/kruise-v1.9.0.json
+//
+// With "daemonset" first, it records for each Advanced DaemonSet admission
+// (either version, create or update) the defaults OpenKruise's mutating
+// webhook applies, its validating webhook's answer, and for an admitted
+// v1beta1 set the revision data and hash its controller names:
+//
+//	go run . daemonset ../../internal/daemonset/webhook/testdata/corpus.yaml ../../internal/daemonset/webhook/testdata/kruise-v1.9.0.json
 package main
 
 import (
@@ -59,6 +67,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) == 4 && os.Args[1] == "daemonset" {
+		if err := runDaemonSets(os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, "kruisevectors:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) == 4 && os.Args[1] == "statefulset" {
 		if err := runStatefulSets(os.Args[2], os.Args[3]); err != nil {
 			fmt.Fprintln(os.Stderr, "kruisevectors:", err)
@@ -67,7 +82,7 @@ func main() {
 		return
 	}
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: kruisevectors [conversion|statefulset] CORPUS.yaml OUT.json")
+		fmt.Fprintln(os.Stderr, "usage: kruisevectors [conversion|statefulset|daemonset] CORPUS.yaml OUT.json")
 		os.Exit(2)
 	}
 	if err := run(os.Args[1], os.Args[2]); err != nil {

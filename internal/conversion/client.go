@@ -146,6 +146,8 @@ func HubOf(obj runtime.Object) client.Object {
 		return &policyv1beta1.PodUnavailableBudget{}
 	case *appsv1alpha1.StatefulSet:
 		return &appsv1beta1.StatefulSet{}
+	case *appsv1alpha1.DaemonSet:
+		return &appsv1beta1.DaemonSet{}
 	}
 	return nil
 }
@@ -180,6 +182,13 @@ func listHub(ctx context.Context, r client.Reader, list client.ObjectList, opts 
 		}
 		l.ListMeta = hub.ListMeta
 		return items(hub.Items, &l.Items, StatefulSetFromHub)
+	case *appsv1alpha1.DaemonSetList:
+		hub := &appsv1beta1.DaemonSetList{}
+		if err := r.List(ctx, hub, opts...); err != nil {
+			return err
+		}
+		l.ListMeta = hub.ListMeta
+		return items(hub.Items, &l.Items, DaemonSetFromHub)
 	}
 	return r.List(ctx, list, opts...)
 }

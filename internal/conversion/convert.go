@@ -47,6 +47,14 @@ func Convert(src, dst runtime.Object) error {
 		if d, ok := dst.(*appsv1alpha1.StatefulSet); ok {
 			return StatefulSetFromHub(s, d)
 		}
+	case *appsv1alpha1.DaemonSet:
+		if d, ok := dst.(*appsv1beta1.DaemonSet); ok {
+			return DaemonSetToHub(s, d)
+		}
+	case *appsv1beta1.DaemonSet:
+		if d, ok := dst.(*appsv1alpha1.DaemonSet); ok {
+			return DaemonSetFromHub(s, d)
+		}
 	}
 	return fmt.Errorf("no conversion from %T to %T", src, dst)
 }

@@ -22,7 +22,7 @@ import (
 
 // The manager writes only the conversion stanza of the CRDs it converts,
 // found by name; it never lists CRDs.
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,resourceNames=clonesets.apps.kruise.io;persistentpodstates.apps.kruise.io;podunavailablebudgets.policy.kruise.io;statefulsets.apps.kruise.io,verbs=get;update
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,resourceNames=clonesets.apps.kruise.io;persistentpodstates.apps.kruise.io;podunavailablebudgets.policy.kruise.io;statefulsets.apps.kruise.io;daemonsets.apps.kruise.io,verbs=get;update
 
 // Endpoint keeps the conversion webhook of the CRDs it names pointing at
 // this manager: through its Service in the cluster, or a URL outside it

@@ -166,3 +166,25 @@ func canonicalBetaStatefulSet(o runtime.Object) {
 	st := &o.(*appsv1beta1.StatefulSet).Status
 	st.UpdatedReadyReplicas, st.UpdatedAvailableReplicas, st.VolumeClaims = 0, 0, nil
 }
+
+// canonicalAlphaDaemonSet: v1alpha1 → v1beta1 → v1alpha1. The deprecated
+// Surging type is stored as Standard, as in OpenKruise.
+func canonicalAlphaDaemonSet(o runtime.Object) {
+	if r := o.(*appsv1alpha1.DaemonSet).Spec.UpdateStrategy.RollingUpdate; r != nil && r.Type == appsv1alpha1.DeprecatedSurgingRollingUpdateType {
+		r.Type = appsv1alpha1.StandardRollingUpdateType
+	}
+}
+
+// canonicalBetaDaemonSet: v1beta1 → v1alpha1 → v1beta1. partitionedScaling
+// is said in v1alpha1 by the progressive-create-pod annotation, which stays
+// on the object, as in OpenKruise. (The scaleStrategy itself is kept, also
+// when the annotation disagrees with it; OpenKruise's turns back on.)
+func canonicalBetaDaemonSet(o runtime.Object) {
+	ds := o.(*appsv1beta1.DaemonSet)
+	if s := ds.Spec.ScaleStrategy; s != nil && s.PartitionedScaling {
+		if ds.Annotations == nil {
+			ds.Annotations = map[string]string{}
+		}
+		ds.Annotations[appsv1alpha1.ProgressiveCreatePodAnnotation] = "true"
+	}
+}

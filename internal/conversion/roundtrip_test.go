@@ -62,6 +62,10 @@ func TestRoundTrip(t *testing.T) {
 			func() runtime.Object { return &appsv1beta1.StatefulSet{} }, func(runtime.Object) {}},
 		{"StatefulSet v1beta1", func() runtime.Object { return &appsv1beta1.StatefulSet{} },
 			func() runtime.Object { return &appsv1alpha1.StatefulSet{} }, canonicalBetaStatefulSet},
+		{"DaemonSet v1alpha1", func() runtime.Object { return &appsv1alpha1.DaemonSet{} },
+			func() runtime.Object { return &appsv1beta1.DaemonSet{} }, canonicalAlphaDaemonSet},
+		{"DaemonSet v1beta1", func() runtime.Object { return &appsv1beta1.DaemonSet{} },
+			func() runtime.Object { return &appsv1alpha1.DaemonSet{} }, canonicalBetaDaemonSet},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -128,6 +132,17 @@ var fillFuncs = func(serializer.CodecFactory) []any {
 			randomAnnotations(c, &cs.Annotations, preDownloadValues)
 			randomLabel(c, &cs.Labels, appsv1alpha1.CloneSetScalingExcludePreparingDeleteKey, "true", "false")
 		},
+		func(ds *appsv1alpha1.DaemonSet, c randfill.Continue) {
+			c.FillNoCustom(ds)
+			if r := ds.Spec.UpdateStrategy.RollingUpdate; r != nil {
+				r.Type = pick[appsv1alpha1.RollingUpdateType](c, "", "Standard", "InPlaceIfPossible", "Surging")
+			}
+			randomAnnotations(c, &ds.Annotations, progressiveValues)
+		},
+		func(ds *appsv1beta1.DaemonSet, c randfill.Continue) {
+			c.FillNoCustom(ds)
+			randomAnnotations(c, &ds.Annotations, progressiveValues)
+		},
 		func(b *policyv1alpha1.PodUnavailableBudget, c randfill.Continue) {
 			c.FillNoCustom(b)
 			randomAnnotations(c, &b.Annotations, map[string][]string{
@@ -150,6 +165,8 @@ var fillFuncs = func(serializer.CodecFactory) []any {
 		},
 	}
 }
+
+var progressiveValues = map[string][]string{appsv1alpha1.ProgressiveCreatePodAnnotation: {"true", "false", ""}}
 
 var preDownloadValues = map[string][]string{
 	appsv1alpha1.ImagePreDownloadParallelismKey:      {"", "5", "007", "50%", "abc"},

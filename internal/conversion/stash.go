@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 )
 
@@ -22,10 +23,11 @@ type stash struct {
 	ExcludePreparingDelete bool                  `json:"excludePreparingDelete,omitempty"`
 	IgnoredPodSelector     *metav1.LabelSelector `json:"ignoredPodSelector,omitempty"`
 	StatefulSet            *statefulSetStash     `json:"statefulSet,omitempty"`
+	DaemonSet              *daemonSetStash       `json:"daemonSet,omitempty"`
 }
 
 func (s stash) empty() bool {
-	return !s.ExcludePreparingDelete && s.IgnoredPodSelector == nil && s.StatefulSet == nil
+	return !s.ExcludePreparingDelete && s.IgnoredPodSelector == nil && s.StatefulSet == nil && s.DaemonSet == nil
 }
 
 // statefulSetStash holds an Advanced StatefulSet's v1beta1-only spec
@@ -42,6 +44,23 @@ type statefulSetStash struct {
 func (k *statefulSetStash) empty() bool {
 	return k.VolumeClaimUpdateStrategy == (appsv1beta1.VolumeClaimUpdateStrategy{}) && k.ReserveOrdinals == nil &&
 		k.Lifecycle == nil && k.ScaleStrategy == nil && k.PersistentVolumeClaimRetentionPolicy == nil && k.Ordinals == nil
+}
+
+// daemonSetStash holds an Advanced DaemonSet's scaleStrategy when
+// v1alpha1's annotation does not say it, with the annotation's value (nil:
+// absent) when it was read: a v1alpha1 client that changes the annotation
+// means it, and then the annotation decides.
+type daemonSetStash struct {
+	ScaleStrategy        *appsv1beta1.DaemonSetScaleStrategy `json:"scaleStrategy,omitempty"`
+	ProgressiveCreatePod *string                             `json:"progressiveCreatePod,omitempty"`
+}
+
+func (k *daemonSetStash) progressiveUnchanged(annotations map[string]string) bool {
+	v, ok := annotations[appsv1alpha1.ProgressiveCreatePodAnnotation]
+	if k.ProgressiveCreatePod == nil {
+		return !ok
+	}
+	return ok && v == *k.ProgressiveCreatePod
 }
 
 // writeStash records s in meta, or removes the annotation when s is empty.

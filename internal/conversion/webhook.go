@@ -25,6 +25,7 @@ var (
 	PersistentPodState   = schema.GroupKind{Group: "apps.kruise.io", Kind: "PersistentPodState"}
 	PodUnavailableBudget = schema.GroupKind{Group: "policy.kruise.io", Kind: "PodUnavailableBudget"}
 	StatefulSet          = schema.GroupKind{Group: "apps.kruise.io", Kind: "StatefulSet"}
+	DaemonSet            = schema.GroupKind{Group: "apps.kruise.io", Kind: "DaemonSet"}
 )
 
 // converters builds each kind's hub-and-spoke converter from the pure
@@ -38,6 +39,8 @@ var converters = map[schema.GroupKind]func(*runtime.Scheme) (crconversion.Conver
 		crconversion.NewSpokeConverter(&policyv1alpha1.PodUnavailableBudget{}, withContext(PodUnavailableBudgetFromHub), withContext(PodUnavailableBudgetToHub))),
 	StatefulSet: crconversion.NewHubSpokeConverter(&appsv1beta1.StatefulSet{},
 		crconversion.NewSpokeConverter(&appsv1alpha1.StatefulSet{}, withContext(StatefulSetFromHub), withContext(StatefulSetToHub))),
+	DaemonSet: crconversion.NewHubSpokeConverter(&appsv1beta1.DaemonSet{},
+		crconversion.NewSpokeConverter(&appsv1alpha1.DaemonSet{}, withContext(DaemonSetFromHub), withContext(DaemonSetToHub))),
 }
 
 func withContext[S, D any](f func(S, D) error) func(context.Context, S, D) error {

@@ -6,6 +6,7 @@
 package revision
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -78,6 +79,24 @@ func Hash(data []byte, collisionCount *int32) string {
 	h.Write(data)
 	if collisionCount != nil {
 		h.Write([]byte(strconv.FormatInt(int64(*collisionCount), 10)))
+	}
+	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
+}
+
+// PodTemplateHash is the hash the native DaemonSet and Deployment name
+// their revisions by (Kubernetes' ComputeHash): FNV-1a 32 of a dump of the
+// Go PodTemplateSpec and, when set, the collision count's 8 little-endian
+// bytes. The dump follows the k8s.io/api struct layout, so the hash changes
+// with it: OpenKruise v1.9.0 (k8s.io/api v0.32) names the same template
+// differently. Existing revisions are therefore found by their data, never
+// by this hash.
+func PodTemplateHash(tmpl *corev1.PodTemplateSpec, collisionCount *int32) string {
+	h := fnv.New32a()
+	hashutil.DeepHashObject(h, *tmpl)
+	if collisionCount != nil {
+		b := make([]byte, 8)
+		binary.LittleEndian.PutUint32(b, uint32(*collisionCount))
+		h.Write(b)
 	}
 	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
 }

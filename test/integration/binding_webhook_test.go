@@ -21,7 +21,7 @@ import (
 // keeps a bind from overwriting a state the webhook's cache had not seen.
 func TestBindingWebhookMakesPodsNormalInTheBind(t *testing.T) {
 	ctx := context.Background()
-	withWebhooks(t)
+	cache := withWebhooks(t)
 	ns := newNamespace(t)
 	cs := createMinimalCloneSet(t, ns, "web")
 	newPod := func(name string) *corev1.Pod {
@@ -38,6 +38,13 @@ func TestBindingWebhookMakesPodsNormalInTheBind(t *testing.T) {
 	}
 
 	bound := newPod("web-0")
+	// The webhook decides from its cache; a pod or CloneSet the cache
+	// does not show yet is left alone (the controller makes the pod Normal
+	// after the bind, which a test without one would take for a failure).
+	poll(t, "the webhook's cache showing the pod and its CloneSet", func(ctx context.Context) bool {
+		return cache.Get(ctx, client.ObjectKeyFromObject(bound), &corev1.Pod{}) == nil &&
+			cache.Get(ctx, client.ObjectKeyFromObject(cs), &appsv1alpha1.CloneSet{}) == nil
+	})
 	bindPod(t, bound, "node-a")
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(bound), bound); err != nil {
 		t.Fatal(err)

@@ -40,16 +40,17 @@ import (
 // withWebhooks runs Lifeline's webhooks for one test as lifeline-manager
 // runs them: self-managed certificates in a Secret, the CA patched into the
 // webhook configurations, the API server calling over TLS on loopback.
-func withWebhooks(t *testing.T) {
+func withWebhooks(t *testing.T) client.Reader {
 	t.Helper()
-	startWebhooks(t, webhookcerts.Options{}, "")
+	_, _, cache := startWebhooks(t, webhookcerts.Options{}, "")
+	return cache
 }
 
 // startWebhooks is withWebhooks with certificate options and folder (a new
 // one when empty); it returns the Secret the certificate is kept in and the
-// folder it is copied to. Once the readiness check passes, the server must
+// folder it is copied to, and the cache the webhooks read. Once the readiness check passes, the server must
 // serve the Secret's certificate, not whatever the folder held before.
-func startWebhooks(t *testing.T, certs webhookcerts.Options, certDir string) (types.NamespacedName, string) {
+func startWebhooks(t *testing.T, certs webhookcerts.Options, certDir string) (types.NamespacedName, string, client.Reader) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ports, err := cluster.FreePorts(1)
@@ -124,7 +125,7 @@ func startWebhooks(t *testing.T, certs webhookcerts.Options, certDir string) (ty
 		err := k8s.Create(ctx, cs, client.DryRunAll)
 		return err == nil
 	})
-	return certs.Secret, certDir
+	return certs.Secret, certDir, mgr.GetCache()
 }
 
 // servedCertificate is the DER leaf certificate a TLS server on loopback
@@ -440,7 +441,7 @@ func merge(dst, src map[string]any) {
 // to expiry is replaced, the new one reaches the webhook server, and the API
 // server keeps calling the webhooks without a gap in trust.
 func TestWebhookCertificateIsRotatedBeforeExpiry(t *testing.T) {
-	secretKey, certDir := startWebhooks(t, webhookcerts.Options{
+	secretKey, certDir, _ := startWebhooks(t, webhookcerts.Options{
 		ServerCertDuration: time.Minute, Lookahead: 50 * time.Second, CheckEvery: time.Second,
 	}, "")
 	ctx := context.Background()

@@ -60,6 +60,10 @@ func TestCRDsAreInstalledWithTheirNamesAndSubresources(t *testing.T) {
 			columns: []string{"DESIRED", "CURRENT", "UPDATED", "READY", "AGE", "CONTAINERS", "IMAGES"},
 		},
 		{
+			name: "daemonsets.apps.kruise.io", kind: "DaemonSet", shortNames: []string{"daemon", "ads"},
+			columns: []string{"DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "CONTAINERS", "IMAGES"},
+		},
+		{
 			name: "podunavailablebudgets.policy.kruise.io", kind: "PodUnavailableBudget", shortNames: []string{"pub"},
 			columns: []string{"Allowed", "Current", "Desired", "Total"},
 		},

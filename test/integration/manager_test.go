@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -65,18 +68,26 @@ func TestManagerServesHealthAndMetricsAndLeads(t *testing.T) {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
-	logs := make(chan string, 1000)
+	var (
+		mu    sync.Mutex
+		lines []string
+	)
+	output := func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(lines) }
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		scanner := bufio.NewScanner(stderr)
+		scanner.Buffer(nil, 1<<20)
 		for scanner.Scan() {
-			select {
-			case logs <- scanner.Text():
-			default:
-			}
+			mu.Lock()
+			lines = append(lines, scanner.Text())
+			mu.Unlock()
 		}
-		close(logs)
 	}()
-	go func() { exited <- cmd.Wait() }()
+	go func() {
+		<-scanned // Wait closes stderr: read it all first
+		exited <- cmd.Wait()
+	}()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -93,13 +104,22 @@ func TestManagerServesHealthAndMetricsAndLeads(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	term := time.Now()
 	select {
 	case err := <-exited:
 		if err != nil {
-			t.Fatalf("manager exited with %v on SIGTERM", err)
+			t.Fatalf("manager exited with %v on SIGTERM; its last output:\n%s", err, tail(output(), 400))
 		}
+		t.Logf("manager exited %v after SIGTERM", time.Since(term).Round(time.Millisecond))
 	case <-time.After(30 * time.Second):
-		t.Fatal("manager did not exit within 30s of SIGTERM")
+		// What it is stuck on: the Go runtime prints every goroutine on
+		// SIGQUIT.
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+		}
+		t.Fatalf("manager did not exit within 30s of SIGTERM; its output is in %s", keepOutput(t, output()))
 	}
 	if err := k8s.Get(context.Background(), key, lease); err != nil {
 		t.Fatal(err)
@@ -110,7 +130,7 @@ func TestManagerServesHealthAndMetricsAndLeads(t *testing.T) {
 
 	// Every line the manager logged is a JSON object with a message.
 	n := 0
-	for line := range logs {
+	for _, line := range output() {
 		if !strings.HasPrefix(line, "{") {
 			continue // klog lines of client-go's leader election
 		}
@@ -123,6 +143,23 @@ func TestManagerServesHealthAndMetricsAndLeads(t *testing.T) {
 	if n == 0 {
 		t.Error("the manager logged no structured line")
 	}
+}
+
+// keepOutput writes a failed run's whole output (its logs and the
+// goroutine dump) where it outlives the test, and returns the path.
+func keepOutput(t *testing.T, lines []string) string {
+	f, err := os.CreateTemp("", "lifeline-manager-test-*.log")
+	if err != nil {
+		return "(not kept: " + err.Error() + ")\n" + tail(lines, 200)
+	}
+	defer f.Close()
+	_, _ = f.WriteString(strings.Join(lines, "\n"))
+	return f.Name()
+}
+
+// tail is the last n lines, joined.
+func tail(lines []string, n int) string {
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func waitHTTP(t *testing.T, url, want string) {

@@ -40,7 +40,7 @@ func TestCRDSchemasMatchOpenKruise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, file := range []string{"apps.kruise.io_clonesets.yaml", "apps.kruise.io_persistentpodstates.yaml", "policy.kruise.io_podunavailablebudgets.yaml", "apps.kruise.io_statefulsets.yaml"} {
+	for _, file := range []string{"apps.kruise.io_clonesets.yaml", "apps.kruise.io_persistentpodstates.yaml", "policy.kruise.io_podunavailablebudgets.yaml", "apps.kruise.io_statefulsets.yaml", "apps.kruise.io_daemonsets.yaml"} {
 		ours, theirs := readCRD(t, filepath.Join(root, "config", "crd", "bases", file)), readCRD(t, filepath.Join(dir, "config", "crd", "bases", file))
 		if len(ours.Spec.Versions) != len(theirs.Spec.Versions) {
 			t.Errorf("%s: %d versions, OpenKruise %d", file, len(ours.Spec.Versions), len(theirs.Spec.Versions))
