@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
-	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
+	"github.com/lifeline-k8s/lifeline/internal/podlife/podlifetest"
 	"github.com/lifeline-k8s/lifeline/pkg/lifecycle"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
@@ -174,7 +174,7 @@ func TestLifecycleModel(t *testing.T) {
 						if !allowed(podfacts.State(p), stateOf(a)) {
 							t.Fatalf("step %d: %s moved %s → %s", step, p.Name, podfacts.State(p), stateOf(a))
 						}
-						applyModelWrites(p, writesOf(a))
+						podlifetest.Apply(p, writesOf(a)...)
 					case podlife.UpdateInPlace:
 						p := pods[a.Target().Name]
 						if lifecycle.IsHooked(cs.Spec.Lifecycle.InPlaceUpdate, p) {
@@ -184,12 +184,12 @@ func TestLifecycleModel(t *testing.T) {
 							t.Fatalf("step %d: %s updated from %s", step, p.Name, podfacts.State(p))
 						}
 						if len(writesOf(a)) == 2 && rng.Intn(5) == 0 {
-							applyModelWrites(p, writesOf(a)[:1])
+							podlifetest.Apply(p, writesOf(a)[:1]...)
 							continue // the controller stopped before the second write
 						}
-						applyModelWrites(p, writesOf(a))
+						podlifetest.Apply(p, writesOf(a)...)
 					default:
-						applyModelWrites(pods[a.Target().Name], writesOf(a))
+						podlifetest.Apply(pods[a.Target().Name], writesOf(a)...)
 					}
 				}
 				for _, name := range sortedNames(pods) {
@@ -226,42 +226,6 @@ func TestLifecycleModel(t *testing.T) {
 				clock = clock.Add(time.Second)
 			}
 		})
-	}
-}
-
-// applyModelWrites does to the model pod what the API server does with the
-// executor's rendering of writes.
-func applyModelWrites(p *corev1.Pod, writes []podlife.PodWrite) {
-	for _, w := range writes {
-		for k, v := range w.Labels {
-			p.Labels[k] = v
-		}
-		for _, k := range w.RemoveLabels {
-			delete(p.Labels, k)
-		}
-		if p.Annotations == nil {
-			p.Annotations = map[string]string{}
-		}
-		for k, v := range w.Annotations {
-			p.Annotations[k] = v
-		}
-		for _, k := range w.RemoveAnnotations {
-			delete(p.Annotations, k)
-		}
-		p.Finalizers = append(p.Finalizers, w.AddFinalizers...)
-		for i, c := range p.Spec.Containers {
-			if image, ok := w.Images[c.Name]; ok {
-				p.Spec.Containers[i].Image = image
-			}
-		}
-		for _, c := range w.Conditions {
-			i := slices.IndexFunc(p.Status.Conditions, func(old corev1.PodCondition) bool { return old.Type == c.Type })
-			if i < 0 {
-				p.Status.Conditions = append(p.Status.Conditions, c)
-			} else {
-				p.Status.Conditions[i] = c
-			}
-		}
 	}
 }
 

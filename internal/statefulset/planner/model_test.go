@@ -18,6 +18,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
+	"github.com/lifeline-k8s/lifeline/internal/podlife/podlifetest"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
@@ -277,9 +278,7 @@ func (m *model) apply(actions []podlife.Action) {
 			}
 		case podlife.Writer:
 			p := m.pods[a.Target().Name]
-			for _, w := range a.PodWrites() {
-				applyWrite(p, w)
-			}
+			podlifetest.Apply(p, a.PodWrites()...)
 		}
 	}
 }
@@ -292,38 +291,6 @@ func (m *model) names() []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// applyWrite makes a pod write as the API server would.
-func applyWrite(p *corev1.Pod, w podlife.PodWrite) {
-	for k, v := range w.Labels {
-		p.Labels[k] = v
-	}
-	for _, k := range w.RemoveLabels {
-		delete(p.Labels, k)
-	}
-	if p.Annotations == nil {
-		p.Annotations = map[string]string{}
-	}
-	for k, v := range w.Annotations {
-		p.Annotations[k] = v
-	}
-	for _, k := range w.RemoveAnnotations {
-		delete(p.Annotations, k)
-	}
-	for i, c := range p.Spec.Containers {
-		if image, ok := w.Images[c.Name]; ok {
-			p.Spec.Containers[i].Image = image
-		}
-	}
-	for _, c := range w.Conditions {
-		i := slices.IndexFunc(p.Status.Conditions, func(old corev1.PodCondition) bool { return old.Type == c.Type })
-		if i < 0 {
-			p.Status.Conditions = append(p.Status.Conditions, c)
-		} else {
-			p.Status.Conditions[i] = c
-		}
-	}
 }
 
 // world moves the cluster on: pods start and become Ready, terminating
