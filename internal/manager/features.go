@@ -46,7 +46,7 @@ func Features() []*Feature {
 	// workload shares; the CloneSet feature binds them.
 	shared := &clonesetcontroller.Options{}
 	sts := &statefulsetcontroller.Options{}
-	return []*Feature{PodUnavailableBudget(), CloneSet(shared), StatefulSet(shared, sts), DaemonSet(), PersistentPodState(sts)}
+	return []*Feature{PodUnavailableBudget(), CloneSet(shared), StatefulSet(shared, sts), DaemonSet(shared), PersistentPodState(sts)}
 }
 
 // StatefulSet runs Advanced StatefulSets (apps.kruise.io StatefulSet):

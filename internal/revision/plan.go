@@ -24,7 +24,23 @@ type Source struct {
 	// status.collisionCount.
 	CurrentRevision string
 	CollisionCount  *int32
+	// Naming is how its revisions are named.
+	Naming Naming
 }
+
+// Naming is a workload kind's way of naming its revisions.
+type Naming int
+
+const (
+	// HistoryNaming is Kubernetes' controller history's, which CloneSet
+	// and StatefulSet use: the hash of the revision data and the decimal
+	// collision count, labelled controller.kubernetes.io/hash.
+	HistoryNaming Naming = iota
+	// TemplateNaming is the native DaemonSet's: PodTemplateHash of the
+	// template and the collision count (none until a collision), labelled
+	// controller-revision-hash.
+	TemplateNaming
+)
 
 // Revisions is what a workload's revisions are and what to write so that
 // its template has one: All (oldest first), the update revision (the
@@ -98,12 +114,18 @@ func NewFor(src Source, collisionCount *int32, number int64) (*appsv1.Controller
 	if err != nil {
 		return nil, err
 	}
-	hash := Hash(data, collisionCount)
+	hash, label := Hash(data, collisionCount), HashLabel
+	if src.Naming == TemplateNaming {
+		if collisionCount != nil && *collisionCount == 0 && src.CollisionCount == nil {
+			collisionCount = nil // a set that never collided hashes without a count
+		}
+		hash, label = PodTemplateHash(src.Template, collisionCount), appsv1.ControllerRevisionHashLabelKey
+	}
 	labels := map[string]string{}
 	for k, v := range src.Template.Labels {
 		labels[k] = v
 	}
-	labels[HashLabel] = hash
+	labels[label] = hash
 	annotations := map[string]string{}
 	for k, v := range src.Annotations {
 		annotations[k] = v

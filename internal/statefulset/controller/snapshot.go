@@ -8,10 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
@@ -152,29 +150,8 @@ func (r *Reconciler) claims(ctx context.Context, set *appsv1beta1.StatefulSet) (
 	return out, nil
 }
 
-// waitForCache says how long to wait before planning while the cache does
-// not show this controller's own writes to the set's pods yet: 0 once it
-// does. A write it never shows stops counting after ExpectationTimeout.
+// waitForCache waits while the cache does not show this controller's own
+// pod writes (podexec's CacheWait).
 func (r *Reconciler) waitForCache(ctx context.Context, set *appsv1beta1.StatefulSet, pods []*corev1.Pod, now time.Time) (time.Duration, error) {
-	lookup := func(name string) (types.UID, bool, error) {
-		pod := &corev1.Pod{}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: set.Namespace, Name: name}, pod)
-		if apierrors.IsNotFound(err) {
-			return "", false, nil
-		}
-		return pod.UID, err == nil, err
-	}
-	ok, waiting, expired, err := r.exec.Expectations.Satisfied(client.ObjectKeyFromObject(set), pods, lookup, now)
-	if err != nil {
-		return 0, err
-	}
-	if expired > 0 {
-		expectationsExpired.WithLabelValues(set.Namespace, set.Name).Add(float64(expired))
-		log.FromContext(ctx).Info("dropped expectations the cache never met", "count", expired)
-	}
-	if !ok {
-		log.FromContext(ctx).V(1).Info("waiting for the cache", "for", waiting)
-		return 5 * time.Second, nil
-	}
-	return 0, nil
+	return r.exec.CacheWait(ctx, set, pods, now, expectationsExpired)
 }
