@@ -94,9 +94,9 @@ func (g *HookGuard) Validate(ctx context.Context, req admission.Request) admissi
 	return podadmission.RefuseDisruption(req, msg, msg)
 }
 
-// Guarded is a pod's workload as the hook guard needs it: a CloneSet or an
-// Advanced StatefulSet, the two that replace a pod marked specified-delete
-// through its preDelete hook.
+// Guarded is a pod's workload as the hook guard needs it: a CloneSet, an
+// Advanced StatefulSet or an Advanced DaemonSet, the workloads that
+// replace a pod marked specified-delete through its preDelete hook.
 type Guarded struct {
 	Kind      string
 	Object    client.Object
@@ -117,6 +117,14 @@ func GuardedStatefulSet(set *appsv1beta1.StatefulSet) *Guarded {
 		return nil
 	}
 	return &Guarded{Kind: "StatefulSet", Object: set, Lifecycle: set.Spec.Lifecycle}
+}
+
+// GuardedDaemonSet is an Advanced DaemonSet for the guard; nil for nil.
+func GuardedDaemonSet(set *appsv1beta1.DaemonSet) *Guarded {
+	if set == nil {
+		return nil
+	}
+	return &Guarded{Kind: "DaemonSet", Object: set, Lifecycle: set.Spec.Lifecycle}
 }
 
 // Guards decides whether the guard refuses a direct delete or eviction of
@@ -141,7 +149,7 @@ func Guards(w *Guarded, pod *corev1.Pod) (bool, string) {
 func GuardsHooks(w *Guarded) (bool, string) {
 	switch {
 	case w == nil:
-		return false, "not a CloneSet or Advanced StatefulSet pod"
+		return false, "not a CloneSet, Advanced StatefulSet or Advanced DaemonSet pod"
 	case w.Object.GetDeletionTimestamp() != nil:
 		return false, "its " + w.Kind + " is being deleted"
 	case w.Object.GetAnnotations()[appsv1alpha1.GuardHooksAnnotation] != "true":
@@ -161,8 +169,8 @@ func (g *HookGuard) mark(ctx context.Context, pod *corev1.Pod) error {
 	return g.Writer.Patch(ctx, pod.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))
 }
 
-// workloadOf reads the pod's controlling CloneSet or Advanced
-// StatefulSet from the cache; nil for any other pod.
+// workloadOf reads the pod's controlling CloneSet, Advanced StatefulSet
+// or Advanced DaemonSet from the cache; nil for any other pod.
 func (g *HookGuard) workloadOf(ctx context.Context, pod *corev1.Pod) (*Guarded, error) {
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil {
@@ -178,6 +186,8 @@ func (g *HookGuard) workloadOf(ctx context.Context, pod *corev1.Pod) (*Guarded, 
 		obj = &appsv1alpha1.CloneSet{}
 	case "StatefulSet":
 		obj = &appsv1beta1.StatefulSet{}
+	case "DaemonSet":
+		obj = &appsv1beta1.DaemonSet{}
 	default:
 		return nil, nil
 	}
@@ -187,8 +197,11 @@ func (g *HookGuard) workloadOf(ctx context.Context, pod *corev1.Pod) (*Guarded, 
 	if obj.GetUID() != ref.UID {
 		return nil, nil
 	}
-	if cs, ok := obj.(*appsv1alpha1.CloneSet); ok {
-		return GuardedCloneSet(cs), nil
+	switch w := obj.(type) {
+	case *appsv1alpha1.CloneSet:
+		return GuardedCloneSet(w), nil
+	case *appsv1beta1.DaemonSet:
+		return GuardedDaemonSet(w), nil
 	}
 	return GuardedStatefulSet(obj.(*appsv1beta1.StatefulSet)), nil
 }

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/pkg/lifecycle"
@@ -96,6 +97,10 @@ func (v *view) tidy(sl *slot, p *Plan) []podlife.Action {
 			deletes = appendDelete(deletes, v.deleteOrWait(pod, nodeReason(sl, "has a failed pod"), p))
 		case podfacts.State(pod) == pub.LifecycleStatePreparingDelete:
 			deletes = appendDelete(deletes, v.deleteOrWait(pod, nodeReason(sl, "let its pod go"), p))
+		case pod.Labels[appsv1alpha1.SpecifiedDeleteKey] != "":
+			// Someone asked for it to go (the hook guard, redirecting a
+			// direct delete or eviction): through its hook, replaced.
+			deletes = appendDelete(deletes, v.deleteOrWait(pod, "it is marked "+appsv1alpha1.SpecifiedDeleteKey, p))
 		default:
 			running = append(running, pod)
 		}

@@ -146,3 +146,30 @@ func TestPlan(t *testing.T) {
 		})
 	}
 }
+
+// TestSpecifiedDeleteGoesThroughTheHook: a pod the hook guard marked
+// specified-delete (a direct delete or eviction it redirected) goes
+// through its preDelete hook, then is deleted; the node then gets a new
+// pod.
+func TestSpecifiedDeleteGoesThroughTheHook(t *testing.T) {
+	set := newSet(1)
+	set.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"example.com/drain": "true"}}}
+	pod := runningPod("node-0", newHash)
+	pod.Labels["apps.kruise.io/specified-delete"] = "true"
+	pod.Labels["example.com/drain"] = "true"
+	p, err := Compute(snapshot(set, nodes(1), pod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(p.Actions); !slices.Equal(got, []string{"SetState node-0/new222 PreparingDelete"}) {
+		t.Fatalf("actions %q, want the pod held in PreparingDelete", got)
+	}
+	delete(pod.Labels, "example.com/drain")
+	pod.Labels[pub.LifecycleStateKey] = string(pub.LifecycleStatePreparingDelete)
+	if p, err = Compute(snapshot(set, nodes(1), pod)); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(p.Actions); !slices.Equal(got, []string{"DeletePod node-0/new222"}) {
+		t.Fatalf("actions %q, want the released pod deleted", got)
+	}
+}

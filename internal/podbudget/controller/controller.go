@@ -60,7 +60,8 @@ const resync = 30 * time.Second
 // +kubebuilder:rbac:groups=policy.kruise.io,resources=podunavailablebudgets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy.kruise.io,resources=podunavailablebudgets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=*,resources=*/scale,verbs=get
-// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps.kruise.io,resources=daemonsets,verbs=get;list;watch
 
 // Reconciler writes PodUnavailableBudget status.
 type Reconciler struct {
@@ -102,6 +103,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
 		Watches(&appsv1beta1.CloneSet{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
+		Watches(&appsv1.DaemonSet{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
+		Watches(&appsv1beta1.DaemonSet{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
 		// A namespace's protection label turns the Protecting condition.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.budgetsIn)).
 		Named("podunavailablebudget").
@@ -110,7 +113,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // replicasChanged passes a workload's creation, deletion and a change of
-// its spec.replicas.
+// its spec.replicas (a DaemonSet's: status.desiredNumberScheduled).
 var replicasChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	replicas := func(obj client.Object) any {
 		switch w := obj.(type) {
@@ -120,6 +123,10 @@ var replicasChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool
 			return w.Spec.Replicas
 		case *appsv1beta1.CloneSet:
 			return w.Spec.Replicas
+		case *appsv1.DaemonSet:
+			return w.Status.DesiredNumberScheduled
+		case *appsv1beta1.DaemonSet:
+			return w.Status.DesiredNumberScheduled
 		}
 		return nil
 	}
@@ -457,6 +464,9 @@ func (m exactGroup) ResourceFor(in schema.GroupVersionResource) (schema.GroupVer
 // scaleOf reads a workload's scale subresource; nil when the workload is
 // gone or has none.
 func (r *Reconciler) scaleOf(ctx context.Context, gk schema.GroupKind, namespace, name string) (*autoscalingv1.Scale, error) {
+	if s, ok, err := r.daemonScale(ctx, gk, types.NamespacedName{Namespace: namespace, Name: name}); ok {
+		return s, err
+	}
 	mapping, err := r.Mapper.RESTMapping(gk)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", gk, err)
@@ -466,4 +476,36 @@ func (r *Reconciler) scaleOf(ctx context.Context, gk schema.GroupKind, namespace
 		return nil, nil
 	}
 	return s, err
+}
+
+// daemonScale stands in for the scale subresource a DaemonSet (native or
+// Advanced) does not have: it expects a pod on each node that should run
+// one, status.desiredNumberScheduled, selected by its selector. OpenKruise
+// finds no scale there and leaves such a budget expecting nothing, so it
+// protects no pod. ok is false for other kinds.
+func (r *Reconciler) daemonScale(ctx context.Context, gk schema.GroupKind, key types.NamespacedName) (s *autoscalingv1.Scale, ok bool, err error) {
+	var desired int32
+	var selector *metav1.LabelSelector
+	switch gk {
+	case schema.GroupKind{Group: "apps", Kind: "DaemonSet"}:
+		ds := &appsv1.DaemonSet{}
+		if err := r.Get(ctx, key, ds); err != nil {
+			return nil, true, client.IgnoreNotFound(err)
+		}
+		desired, selector = ds.Status.DesiredNumberScheduled, ds.Spec.Selector
+	case schema.GroupKind{Group: "apps.kruise.io", Kind: "DaemonSet"}:
+		ds := &appsv1beta1.DaemonSet{}
+		if err := r.Get(ctx, key, ds); err != nil {
+			return nil, true, client.IgnoreNotFound(err)
+		}
+		desired, selector = ds.Status.DesiredNumberScheduled, ds.Spec.Selector
+	default:
+		return nil, false, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		return nil, true, err
+	}
+	s = &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: desired}, Status: autoscalingv1.ScaleStatus{Replicas: desired, Selector: sel.String()}}
+	return s, true, nil
 }
