@@ -184,15 +184,19 @@ func (c *Config) validateWorkloads() field.ErrorList {
 	seen := map[string]bool{}
 	for i, w := range c.Workloads {
 		switch hook.Kind(w.Kind) {
-		case hook.KindCloneSet, hook.KindStatefulSet:
+		case hook.KindCloneSet, hook.KindStatefulSet, hook.KindDaemonSet:
 			if seen[w.Kind] {
 				errs = append(errs, field.Duplicate(p.Index(i).Child("kind"), w.Kind))
 			}
 			seen[w.Kind] = true
 		case "":
-			errs = append(errs, field.Required(p.Index(i).Child("kind"), "CloneSet or StatefulSet"))
+			errs = append(errs, field.Required(p.Index(i).Child("kind"), "CloneSet, StatefulSet or DaemonSet"))
 		default:
-			errs = append(errs, field.NotSupported(p.Index(i).Child("kind"), w.Kind, []string{string(hook.KindCloneSet), string(hook.KindStatefulSet)}))
+			kinds := make([]string, 0, len(hook.Kinds))
+			for _, k := range hook.Kinds {
+				kinds = append(kinds, string(k))
+			}
+			errs = append(errs, field.NotSupported(p.Index(i).Child("kind"), w.Kind, kinds))
 		}
 		if w.Selector != nil {
 			if _, err := metav1.LabelSelectorAsSelector(w.Selector); err != nil {

@@ -43,6 +43,7 @@ workloads:
 - kind: CloneSet
 - kind: StatefulSet
   selector: {matchLabels: {registry: enabled}}
+- kind: DaemonSet
 port: 8080
 etcd: {endpoints: ["127.0.0.1:2379"]}
 `))
@@ -50,16 +51,17 @@ etcd: {endpoints: ["127.0.0.1:2379"]}
 		t.Fatal(err)
 	}
 	f := c.Follow()
-	if len(f) != 2 || f[0].Kind != hook.KindCloneSet || f[0].Selector != nil || f[1].Kind != hook.KindStatefulSet || f[1].Selector.String() != "registry=enabled" {
+	if len(f) != 3 || f[0].Kind != hook.KindCloneSet || f[0].Selector != nil || f[1].Kind != hook.KindStatefulSet || f[1].Selector.String() != "registry=enabled" ||
+		f[2].Kind != hook.KindDaemonSet {
 		t.Errorf("follow %v", f)
 	}
 	_, err = LoadConfig(writeConfig(t, `
 cloneSets: {matchLabels: {a: b}}
-workloads: [{kind: DaemonSet}, {kind: CloneSet}, {kind: CloneSet}, {selector: {matchLabels: {"a b": c}}}]
+workloads: [{kind: Deployment}, {kind: CloneSet}, {kind: CloneSet}, {selector: {matchLabels: {"a b": c}}}]
 port: 8080
 etcd: {endpoints: ["127.0.0.1:2379"]}
 `))
-	for _, want := range []string{"cloneSets: Forbidden", `workloads[0].kind: Unsupported value: "DaemonSet"`, "workloads[2].kind: Duplicate",
+	for _, want := range []string{"cloneSets: Forbidden", `workloads[0].kind: Unsupported value: "Deployment"`, "workloads[2].kind: Duplicate",
 		"workloads[3].kind: Required", "workloads[3].selector: Invalid"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in: %v", want, err)

@@ -27,10 +27,14 @@ const (
 	// KindStatefulSet is apps.kruise.io StatefulSet, the Advanced
 	// StatefulSet (not apps/v1's, which has no lifecycle hooks).
 	KindStatefulSet Kind = "StatefulSet"
+	// KindDaemonSet is apps.kruise.io DaemonSet, the Advanced DaemonSet.
+	// Its pods have the preDelete hook only, so an operator's other
+	// handlers never fire for them.
+	KindDaemonSet Kind = "DaemonSet"
 )
 
 // Kinds are the kinds an operator can follow.
-var Kinds = []Kind{KindCloneSet, KindStatefulSet}
+var Kinds = []Kind{KindCloneSet, KindStatefulSet, KindDaemonSet}
 
 // Follow names workloads whose pods an operator handles: every workload of
 // Kind whose labels match Selector (nil matches every one).
@@ -42,8 +46,8 @@ type Follow struct {
 // Workload is the workload controlling a pod, whatever its kind.
 type Workload struct {
 	Kind Kind
-	// Object is the workload as read: *appsv1alpha1.CloneSet or
-	// *appsv1beta1.StatefulSet.
+	// Object is the workload as read: *appsv1alpha1.CloneSet,
+	// *appsv1beta1.StatefulSet or *appsv1beta1.DaemonSet.
 	Object client.Object
 	// Lifecycle is its spec.lifecycle; Selector its spec.selector.
 	Lifecycle *pub.Lifecycle
@@ -60,23 +64,31 @@ func workloadOf(obj client.Object) (Workload, bool) {
 		return Workload{Kind: KindCloneSet, Object: o, Lifecycle: o.Spec.Lifecycle, Selector: o.Spec.Selector}, true
 	case *appsv1beta1.StatefulSet:
 		return Workload{Kind: KindStatefulSet, Object: o, Lifecycle: o.Spec.Lifecycle, Selector: o.Spec.Selector}, true
+	case *appsv1beta1.DaemonSet:
+		return Workload{Kind: KindDaemonSet, Object: o, Lifecycle: o.Spec.Lifecycle, Selector: o.Spec.Selector}, true
 	}
 	return Workload{}, false
 }
 
 // newObject and newList are empty objects of a kind, in the version the
-// SDK reads: CloneSet v1alpha1, StatefulSet v1beta1 (what OpenKruise
-// stores, so no conversion on the API server's side).
+// SDK reads: CloneSet v1alpha1, StatefulSet and DaemonSet v1beta1 (what
+// OpenKruise stores, so no conversion on the API server's side).
 func newObject(k Kind) client.Object {
-	if k == KindStatefulSet {
+	switch k {
+	case KindStatefulSet:
 		return &appsv1beta1.StatefulSet{}
+	case KindDaemonSet:
+		return &appsv1beta1.DaemonSet{}
 	}
 	return &appsv1alpha1.CloneSet{}
 }
 
 func newList(k Kind) client.ObjectList {
-	if k == KindStatefulSet {
+	switch k {
+	case KindStatefulSet:
 		return &appsv1beta1.StatefulSetList{}
+	case KindDaemonSet:
+		return &appsv1beta1.DaemonSetList{}
 	}
 	return &appsv1alpha1.CloneSetList{}
 }
@@ -89,6 +101,10 @@ func items(list client.ObjectList) []client.Object {
 			out = append(out, &l.Items[i])
 		}
 	case *appsv1beta1.StatefulSetList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *appsv1beta1.DaemonSetList:
 		for i := range l.Items {
 			out = append(out, &l.Items[i])
 		}
@@ -110,7 +126,7 @@ func ValidateFollow(follows []Follow) error {
 	seen := map[Kind]bool{}
 	for _, f := range follows {
 		switch f.Kind {
-		case KindCloneSet, KindStatefulSet:
+		case KindCloneSet, KindStatefulSet, KindDaemonSet:
 		default:
 			return fmt.Errorf("hook: cannot follow kind %q: supported kinds are %v", f.Kind, Kinds)
 		}

@@ -92,13 +92,52 @@ func TestFollowsAdvancedStatefulSets(t *testing.T) {
 }
 
 func TestValidateFollow(t *testing.T) {
-	if err := ValidateFollow([]Follow{{Kind: KindCloneSet}, {Kind: KindStatefulSet}}); err != nil {
+	if err := ValidateFollow([]Follow{{Kind: KindCloneSet}, {Kind: KindStatefulSet}, {Kind: KindDaemonSet}}); err != nil {
 		t.Error(err)
 	}
-	if err := ValidateFollow([]Follow{{Kind: "DaemonSet"}}); err == nil {
+	if err := ValidateFollow([]Follow{{Kind: "Deployment"}}); err == nil {
 		t.Error("an unknown kind was accepted")
 	}
 	if err := ValidateFollow([]Follow{{Kind: KindCloneSet}, {Kind: KindCloneSet}}); err == nil {
 		t.Error("a kind followed twice was accepted")
+	}
+}
+
+// An operator that follows Advanced DaemonSets handles their pods' preDelete
+// hook with the same handler, the event naming the set.
+func TestFollowsAdvancedDaemonSets(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ds := &appsv1beta1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns", UID: "ds-uid"}}
+	ds.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}}
+	ds.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{registered: "true"}}}
+	p := pod(pub.LifecycleStatePreparingDelete, false, label(registered, "true"))
+	p.Name, p.Namespace = "agent-x7k2p", "ns"
+	p.Labels["app"] = "agent"
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1beta1", Kind: "DaemonSet", Name: "agent", UID: "ds-uid", Controller: ptrTrue()}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ds, p).Build()
+	var got []Event
+	op := newOperator(c, Handlers{BeforeDelete: func(_ context.Context, e Event) error { got = append(got, e); return nil }},
+		Options{Follow: []Follow{{Kind: KindDaemonSet}}})
+	if !op.ownedByFollowed(p) {
+		t.Fatal("the pod predicate leaves a followed DaemonSet's pod out")
+	}
+	if _, err := op.Reconcile(context.Background(), request(p)); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Workload.Kind != KindDaemonSet || got[0].Workload.Name() != "agent" {
+		t.Fatalf("events %+v", got)
+	}
+	after := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(p), after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Labels[registered] == "true" {
+		t.Errorf("hook not released: %q", after.Labels[registered])
 	}
 }

@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
+)
+
+// TestBridgeAdvancedDaemonSet: a node agent whose pods lifeline-bridge
+// keeps in an etcd registry (workloads: DaemonSet) with the handlers it
+// uses for CloneSets: each pod is registered once Ready and taken out
+// before its preDelete hook lets it go, in a rolling update node by node
+// and when its node stops qualifying. The test's own pod watch reads the
+// registry at each change, and a watch of etcd judges every write.
+func TestBridgeAdvancedDaemonSet(t *testing.T) {
+	ctx := context.Background()
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := etcdUnderTest(t, "registry-etcd-ads")
+	ns := newNamespace(t)
+	nodes := []string{ns + "-a", ns + "-b"}
+	daemonNodes(t, ns, nodes...)
+	config := filepath.Join(t.TempDir(), "bridge.yaml")
+	text := fmt.Sprintf("name: ads\nnamespace: %s\nworkloads: [{kind: DaemonSet}]\nport: 8080\nresync: 2s\n%s", ns, r.backend(ns))
+	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := local.StartBridge(ctx, cluster.BridgeOptions{Root: root, Dir: local.Dir, Config: config, Name: "lifeline-bridge-ads"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = local.StopProcess(b.Name, syscall.SIGTERM) })
+	watchPodsAgainst(t, ns, r, false)
+	writes := r.writes(t, ns)
+
+	set := newAdvancedDaemonSet(ns, "web")
+	set.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{registered: "true"}, MarkPodNotReady: true}}
+	set.Spec.Template.Labels[registered] = "false"
+	set.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+	create(t, set)
+	waitDaemonSetRegistry(t, r, set, 2, "pods started")
+
+	updateAdvancedDaemonSet(t, set, func(s *appsv1beta1.DaemonSet) { s.Spec.Template.Spec.Containers[0].Image = "agent:2" })
+	waitDaemonSetRegistry(t, r, set, 2, "rolling update")
+
+	if _, err := client.CoreV1().Nodes().Patch(ctx, nodes[0], types.MergePatchType,
+		[]byte(fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, daemonTaint)), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitDaemonSetRegistry(t, r, set, 1, "a node left")
+	for _, v := range writes() {
+		t.Error(v)
+	}
+}
+
+// waitDaemonSetRegistry waits until the set has settled on desired nodes,
+// each pod Normal and Ready, and the registry holds exactly those pods at
+// their UIDs and revisions.
+func waitDaemonSetRegistry(t *testing.T, r registryUnderTest, set *appsv1beta1.DaemonSet, desired int32, step string) {
+	t.Helper()
+	eventually(t, 2*time.Minute, step+": the registry holds every pod", func(ctx context.Context) (bool, string, error) {
+		if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(set), set); err != nil {
+			return false, err.Error(), nil
+		}
+		if !dsSettled(desired)(set) {
+			return false, fmt.Sprintf("status %+v", set.Status), nil
+		}
+		got, err := r.list(ctx, set.Namespace)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		pods := stsPods(t, set.Namespace)
+		for _, p := range pods {
+			if p.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) || podCondition(&p, corev1.PodReady) != corev1.ConditionTrue {
+				return false, fmt.Sprintf("%s is %s", p.Name, p.Labels[pub.LifecycleStateKey]), nil
+			}
+			if e := got[p.Name]; e.UID != string(p.UID) || e.Revision != p.Labels["controller-revision-hash"] {
+				return false, fmt.Sprintf("%s: entry %+v", p.Name, e), nil
+			}
+		}
+		return len(pods) == int(desired) && len(got) == int(desired), fmt.Sprintf("%d pods, %d entries", len(pods), len(got)), nil
+	})
+}
