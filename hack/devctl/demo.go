@@ -90,6 +90,7 @@ func demo(ctx context.Context, args []string) error {
 	}
 	defer env.etcd.Close()
 	const lifecycleDemo, preNormalDemo, orderedDemo = "cloneset-lifecycle-demo", "cloneset-prenormal-demo", "statefulset-lifecycle-demo"
+	const agentDemo = "daemonset-node-agent-demo"
 	steps := []struct {
 		title string
 		run   func(context.Context) error
@@ -102,6 +103,10 @@ func demo(ctx context.Context, args []string) error {
 			})},
 		{"in-place update of an Advanced StatefulSet: seed 001's hooks, the same bridge, ordered pods",
 			env.statefulSet(orderedDemo, func(s *appsv1beta1.StatefulSet) {
+				s.Spec.Template.Spec.Containers[0].Image = otherImage(&s.Spec.Template)
+			})},
+		{"rolling update of an Advanced DaemonSet node agent: node by node, each pod leaves the registry before it goes",
+			env.daemonSet(agentDemo, func(s *appsv1beta1.DaemonSet) {
 				s.Spec.Template.Spec.Containers[0].Image = otherImage(&s.Spec.Template)
 			})},
 		{"ReCreate update: seed 002's pods are replaced; each leaves the registry before it goes",
@@ -161,6 +166,25 @@ func (e *devEnv) statefulSet(name string, change func(*appsv1beta1.StatefulSet))
 			st, want := set.Status, *set.Spec.Replicas
 			return st.ObservedGeneration == set.Generation && st.Replicas == want && st.UpdatedReplicas == want &&
 				st.AvailableReplicas == want && st.CurrentRevision == st.UpdateRevision
+		})
+	}
+}
+
+// daemonSet is cloneSet for the demo Advanced DaemonSet.
+func (e *devEnv) daemonSet(name string, change func(*appsv1beta1.DaemonSet)) func(context.Context) error {
+	return func(ctx context.Context) error {
+		set := &appsv1beta1.DaemonSet{}
+		if err := e.k8s.Get(ctx, client.ObjectKey{Namespace: "demo", Name: name}, set); err != nil {
+			return err
+		}
+		change(set)
+		if err := e.k8s.Update(ctx, set); err != nil {
+			return err
+		}
+		return e.settled(ctx, set, func() bool {
+			st := set.Status
+			return st.ObservedGeneration == set.Generation && st.DesiredNumberScheduled > 0 && st.UpdatedNumberScheduled == st.DesiredNumberScheduled &&
+				st.NumberAvailable == st.DesiredNumberScheduled && st.CurrentNumberScheduled == st.DesiredNumberScheduled
 		})
 	}
 }

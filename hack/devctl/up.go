@@ -142,7 +142,7 @@ func startRegistryBridge(ctx context.Context, c *cluster.Cluster, root, devDir s
 	}
 	config := filepath.Join(devDir, "bridge.yaml")
 	text := fmt.Sprintf("# lifeline-bridge for make dev: every CloneSet and Advanced StatefulSet of the demo namespace.\n"+
-		"name: registry\nnamespace: demo\nworkloads: [{kind: CloneSet}, {kind: StatefulSet}]\nport: 80\ntimeout: 1m\netcd: {endpoints: [%q], prefix: /services}\n", registry.Endpoint)
+		"name: registry\nnamespace: demo\nworkloads: [{kind: CloneSet}, {kind: StatefulSet}, {kind: DaemonSet}]\nport: 80\ntimeout: 1m\netcd: {endpoints: [%q], prefix: /services}\n", registry.Endpoint)
 	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
 		return nil, err
 	}

@@ -91,6 +91,13 @@ func TestMakeDevComesUpAndTearsDownWhole(t *testing.T) {
 			"-o", "jsonpath={.status.availableReplicas}").CombinedOutput()
 		return err == nil && string(got) == "2", fmt.Sprintf("available %q %v", got, err), nil
 	})
+	// So does the node agent on an Advanced DaemonSet, a pod on each node.
+	eventually(t, time.Minute, "the Advanced DaemonSet demo on every node", func(context.Context) (bool, string, error) {
+		got, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", "demo", "get", "ads", "daemonset-node-agent-demo",
+			"-o", "jsonpath={.status.desiredNumberScheduled} {.status.numberAvailable}").CombinedOutput()
+		f := strings.Fields(string(got))
+		return err == nil && len(f) == 2 && f[0] != "0" && f[0] == f[1], fmt.Sprintf("desired and available %q %v", got, err), nil
+	})
 	bad := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", "demo", "patch", "clone", "cloneset-lifecycle-demo",
 		"--type=merge", "-p", `{"spec":{"updateStrategy":{"type":"OnDelete"}}}`)
 	if out, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(out), "must be 'ReCreate', InPlaceIfPossible or 'InPlaceOnly'") {
@@ -110,8 +117,8 @@ func TestMakeDevComesUpAndTearsDownWhole(t *testing.T) {
 		t.Fatalf("devctl demo: %v\n%s", err, shown)
 	}
 	steps := strings.Split(string(shown), "\n== step ")
-	if len(steps) != 6 {
-		t.Fatalf("devctl demo showed %d steps, want 5:\n%s", len(steps)-1, shown)
+	if len(steps) != 7 {
+		t.Fatalf("devctl demo showed %d steps, want 6:\n%s", len(steps)-1, shown)
 	}
 	for _, step := range steps[1:] {
 		for _, line := range strings.Split(strings.TrimSpace(step), "\n")[2:] {
