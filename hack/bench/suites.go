@@ -15,7 +15,7 @@ import (
 type suite struct {
 	name           string
 	implementation string // Kubernetes, Lifeline or OpenKruise
-	workload       string // Deployment, StatefulSet, CloneSet or AdvancedStatefulSet
+	workload       string // Deployment, StatefulSet, CloneSet, AdvancedStatefulSet, DaemonSet or AdvancedDaemonSet
 	inPlace, gate  bool   // InPlaceIfPossible; the template declares InPlaceUpdateReady
 	// ordered: a StatefulSet's OrderedReady pod management (Parallel
 	// otherwise), one pod at a time in every step.
@@ -26,8 +26,11 @@ type suite struct {
 
 func (s suite) label() string {
 	l := s.implementation + " " + s.workload
-	if s.workload == "AdvancedStatefulSet" {
+	switch s.workload {
+	case "AdvancedStatefulSet":
 		l = s.implementation + " Advanced StatefulSet"
+	case "AdvancedDaemonSet":
+		l = s.implementation + " Advanced DaemonSet"
 	}
 	var how []string
 	switch {
@@ -38,7 +41,7 @@ func (s suite) label() string {
 			how = append(how, "Parallel")
 		}
 	}
-	if s.workload == "CloneSet" || s.workload == "AdvancedStatefulSet" {
+	if s.workload == "CloneSet" || s.workload == "AdvancedStatefulSet" || s.workload == "AdvancedDaemonSet" {
 		if s.inPlace {
 			how = append(how, "in-place")
 		} else {
@@ -82,6 +85,8 @@ func (s suite) users() []string {
 		return []string{"system:serviceaccount:kube-system:deployment-controller", "system:serviceaccount:kube-system:replicaset-controller"}
 	case s.workload == "StatefulSet":
 		return []string{"system:serviceaccount:kube-system:statefulset-controller"}
+	case s.workload == "DaemonSet":
+		return []string{"system:serviceaccount:kube-system:daemon-set-controller"}
 	}
 	return []string{"lifeline-manager"}
 }
@@ -108,6 +113,9 @@ var suites = func() []suite {
 	a := func(name, impl string, inPlace bool) suite {
 		return suite{name: name, implementation: impl, workload: "AdvancedStatefulSet", inPlace: inPlace, gate: inPlace, profile: i}
 	}
+	d := func(name string, inPlace bool) suite {
+		return suite{name: name, implementation: "Lifeline", workload: "AdvancedDaemonSet", inPlace: inPlace, profile: i}
+	}
 	noWebhook := func(s suite) suite { s.noWebhook = true; return s }
 	ordered := func(s suite) suite { s.ordered = true; return s }
 	return []suite{
@@ -119,6 +127,9 @@ var suites = func() []suite {
 		a("advanced-statefulset-inplace", "Lifeline", true),
 		a("openkruise-advanced-statefulset", "OpenKruise", false),
 		a("openkruise-advanced-statefulset-inplace", "OpenKruise", true),
+		k("daemonset", "DaemonSet", i),
+		d("advanced-daemonset", false),
+		d("advanced-daemonset-inplace", true),
 		c("cloneset", "Lifeline", false, false, i),
 		c("cloneset-inplace", "Lifeline", true, false, i),
 		c("cloneset-gate", "Lifeline", false, true, i),
@@ -146,6 +157,9 @@ const (
 // runSuite creates the workload, rolls it out and scales it down, taking
 // each step's figures, then deletes it with its namespace.
 func (b *bench) runSuite(ctx context.Context, s suite) error {
+	if isDaemon(s) {
+		return b.runDaemonSuite(ctx, s)
+	}
 	ns, err := b.namespace(ctx, "bench-"+s.name)
 	if err != nil {
 		return err

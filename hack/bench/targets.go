@@ -86,6 +86,15 @@ func targets(r *report) []target {
 			ratio(fmt.Sprintf("%s ≤ the StatefulSet's controller requests, %s", p[0], step), val(a, requests), val(n, requests), 1, true, "requests")
 		}
 	}
+	// Issue 26: an Advanced DaemonSet at or below a native one's time,
+	// pod writes and controller requests on the same nodes (maxUnavailable
+	// 10%, ReCreate).
+	for _, step := range []string{stepUp, stepUpdate, stepDown} {
+		a, n := pair("advanced-daemonset", "daemonset", step)
+		ratio(fmt.Sprintf("advanced-daemonset ≤ the DaemonSet's time, %s", step), val(a, wall), val(n, wall), 1, true, "s")
+		ratio(fmt.Sprintf("advanced-daemonset ≤ the DaemonSet's pod writes, %s", step), val(a, writes), val(n, writes), 1, true, "writes/pod")
+		ratio(fmt.Sprintf("advanced-daemonset ≤ the DaemonSet's controller requests, %s", step), val(a, requests), val(n, requests), 1, true, "requests")
+	}
 	return out
 }
 

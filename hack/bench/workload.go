@@ -92,6 +92,10 @@ func (w workload) object() ctrlclient.Object {
 		return &appsv1.StatefulSet{ObjectMeta: meta}
 	case "AdvancedStatefulSet":
 		return &appsv1beta1.StatefulSet{ObjectMeta: meta}
+	case "DaemonSet":
+		return &appsv1.DaemonSet{ObjectMeta: meta}
+	case "AdvancedDaemonSet":
+		return &appsv1beta1.DaemonSet{ObjectMeta: meta}
 	}
 	return &appsv1alpha1.CloneSet{ObjectMeta: meta}
 }

@@ -46,33 +46,6 @@ func createCloneSet(t *testing.T, cs *appsv1alpha1.CloneSet) {
 	}
 }
 
-// updateCloneSet applies change to the latest CloneSet, retrying conflicts
-// with the controller's own writes.
-func updateCloneSet(t *testing.T, cs *appsv1alpha1.CloneSet, change func(*appsv1alpha1.CloneSet)) {
-	t.Helper()
-	eventually(t, 30*time.Second, "update CloneSet", func(ctx context.Context) (bool, string, error) {
-		if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(cs), cs); err != nil {
-			return false, err.Error(), nil
-		}
-		change(cs)
-		err := k8s.Update(ctx, cs)
-		return err == nil, fmt.Sprint(err), nil
-	})
-}
-
-// waitCloneSet polls until the CloneSet's status satisfies ok.
-func waitCloneSet(t *testing.T, cs *appsv1alpha1.CloneSet, what string, ok func(*appsv1alpha1.CloneSet) bool) {
-	t.Helper()
-	seen := "nothing yet"
-	eventually(t, 2*time.Minute, what, func(ctx context.Context) (bool, string, error) {
-		if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(cs), cs); err != nil {
-			return false, seen, nil
-		}
-		seen = fmt.Sprintf("generation %d, status %+v", cs.Generation, cs.Status)
-		return ok(cs), seen, nil
-	})
-}
-
 // settled: every pod is at the update revision, available, and status is
 // current.
 func settled(replicas int32) func(*appsv1alpha1.CloneSet) bool {

@@ -128,3 +128,35 @@ func TestKubectlDrainWithAdvancedDaemonSet(t *testing.T) {
 		return p.UID != victim.UID && p.Spec.NodeName == node && podCondition(&p, corev1.PodReady) == corev1.ConditionTrue, p.Name, nil
 	})
 }
+
+// TestAdvancedDaemonSetSeesV1alpha1Pods is openkruise/kruise#2517: pods
+// made by OpenKruise up to v1.8 name their set apps.kruise.io/v1alpha1 in
+// their owner reference, and v1.9 ignores their events, so a set stalls
+// after the upgrade. Here such a pod's creation wakes the set: a second
+// pod on a node (a younger one) is deleted at once, no resync needed.
+func TestAdvancedDaemonSetSeesV1alpha1Pods(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	node := ns + "-a"
+	daemonNodes(t, ns, node)
+	set := newAdvancedDaemonSet(ns, "agent")
+	create(t, set)
+	waitAdvancedDaemonSet(t, set, "a pod Ready on the node", dsSettled(1))
+	kept := livePods(t, ns, "app=agent")[0]
+	extra := kept.DeepCopy()
+	extra.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "agent-v18", Labels: kept.Labels,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1alpha1", Kind: "DaemonSet", Name: set.Name, UID: set.UID,
+			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}}
+	extra.Spec.NodeName = node
+	extra.Status = corev1.PodStatus{}
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, extra, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the v1alpha1-owned extra pod deleted by the set", func(ctx context.Context) (bool, string, error) {
+		var names []string
+		for _, p := range livePods(t, ns, "app=agent") {
+			names = append(names, p.Name)
+		}
+		return len(names) == 1 && names[0] == kept.Name, fmt.Sprint(names), nil
+	})
+}

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
@@ -67,30 +66,6 @@ func newAdvancedDaemonSet(ns, name string) *appsv1beta1.DaemonSet {
 			},
 		},
 	}
-}
-
-func updateAdvancedDaemonSet(t *testing.T, set *appsv1beta1.DaemonSet, change func(*appsv1beta1.DaemonSet)) {
-	t.Helper()
-	eventually(t, 30*time.Second, "update the Advanced DaemonSet", func(ctx context.Context) (bool, string, error) {
-		if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(set), set); err != nil {
-			return false, err.Error(), nil
-		}
-		change(set)
-		err := k8s.Update(ctx, set)
-		return err == nil, fmt.Sprint(err), nil
-	})
-}
-
-func waitAdvancedDaemonSet(t *testing.T, set *appsv1beta1.DaemonSet, what string, ok func(*appsv1beta1.DaemonSet) bool) {
-	t.Helper()
-	seen := "nothing yet"
-	eventually(t, 2*time.Minute, what, func(ctx context.Context) (bool, string, error) {
-		if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(set), set); err != nil {
-			return false, seen, nil
-		}
-		seen = fmt.Sprintf("generation %d, status %+v", set.Generation, set.Status)
-		return ok(set), seen, nil
-	})
 }
 
 // dsSettled: desired nodes, each with an available pod of the update

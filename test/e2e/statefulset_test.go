@@ -35,32 +35,6 @@ func newAdvancedStatefulSet(ns, name string, replicas int32, policy appsv1.PodMa
 	}
 }
 
-// updateAdvancedStatefulSet applies change to the latest set, retrying
-// conflicts with the controller's writes.
-func updateAdvancedStatefulSet(t *testing.T, set *appsv1beta1.StatefulSet, change func(*appsv1beta1.StatefulSet)) {
-	t.Helper()
-	eventually(t, 30*time.Second, "update the Advanced StatefulSet", func(ctx context.Context) (bool, string, error) {
-		if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(set), set); err != nil {
-			return false, err.Error(), nil
-		}
-		change(set)
-		err := k8s.Update(ctx, set)
-		return err == nil, fmt.Sprint(err), nil
-	})
-}
-
-func waitAdvancedStatefulSet(t *testing.T, set *appsv1beta1.StatefulSet, what string, ok func(*appsv1beta1.StatefulSet) bool) {
-	t.Helper()
-	seen := "nothing yet"
-	eventually(t, 2*time.Minute, what, func(ctx context.Context) (bool, string, error) {
-		if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(set), set); err != nil {
-			return false, seen, nil
-		}
-		seen = fmt.Sprintf("generation %d, status %+v", set.Generation, set.Status)
-		return ok(set), seen, nil
-	})
-}
-
 // stsSettled: replicas pods, all updated, Ready and available, the current
 // revision moved on.
 func stsSettled(replicas int32) func(*appsv1beta1.StatefulSet) bool {

@@ -46,8 +46,10 @@ type workloads struct {
 	revisions      []string
 	updateRevision string
 	held           struct{ update, delete string }
-	// ordered is the Advanced StatefulSet's part of the scene.
+	// ordered is the Advanced StatefulSet's part of the scene, agent the
+	// Advanced DaemonSet's.
 	ordered orderedScene
+	agent   agentScene
 }
 
 type podFacts struct {
@@ -63,8 +65,8 @@ type podFacts struct {
 // operator running, and leaves the two pods held with the operator
 // stopped.
 //
-// withOrdered adds the Advanced StatefulSet: its hooks are v1beta1-only
-// fields, which CRDs storing v1alpha1 prune (OpenKruise's own loss, which
+// withOrdered adds the Advanced StatefulSet and an Advanced DaemonSet
+// (stored as v1beta1 only): the set's hooks are v1beta1-only fields, which CRDs storing v1alpha1 prune (OpenKruise's own loss, which
 // Lifeline's conversion keeps; see docs/statefulset.md).
 func createUnderOpenKruise(t *testing.T, consul string, withOrdered bool) *workloads {
 	ctx := context.Background()
@@ -81,6 +83,7 @@ func createUnderOpenKruise(t *testing.T, consul string, withOrdered bool) *workl
 	})
 	if withOrdered {
 		createOrderedUnderOpenKruise(t, w.ns)
+		w.agent = createAgentUnderOpenKruise(t, w.ns)
 	}
 	stopOperator(t)
 	if withOrdered {
@@ -184,6 +187,7 @@ func checkAfterSwap(t *testing.T, w *workloads, consul string) {
 
 	if w.ordered.held != "" {
 		checkOrderedAfterSwap(t, w.ns, w.ordered, w.before)
+		checkAgentAfterSwap(t, w.ns, w.agent)
 	}
 	checkBudgetRefuses(t, w.ns)
 	checkStatefulSetPodReturns(t, w.ns)

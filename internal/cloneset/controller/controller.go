@@ -195,14 +195,7 @@ func (r *Reconciler) tidy(ctx context.Context, c *cycle) (time.Duration, error) 
 	if err := r.truncateHistory(ctx, c.cs, c.revs, c.snap.Pods); err != nil {
 		return 0, err
 	}
-	stuck, next := podlife.WaitingOnHooks(c.snap.Pods, r.Options.HookWaitWarning, c.snap.Now)
-	if len(stuck) > 0 {
-		r.Recorder.Eventf(c.cs, nil, corev1.EventTypeWarning, "LifecycleHookWaiting", "Wait", "%s", podlife.StuckMessage(stuck, r.Options.HookWaitWarning))
-	}
-	if next > 0 {
-		next += time.Second
-	}
-	return next, nil
+	return r.exec.WarnHookWaits(c.cs, c.snap.Pods, r.Options.HookWaitWarning, c.snap.Now), nil
 }
 
 // staleRetry is when a CloneSet whose pod changed under a write is planned

@@ -9,6 +9,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/disruption"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 )
 
 // denyPods refuses every disruption of the named pods.
@@ -71,7 +72,7 @@ func TestDisruptionCheckHoldsPods(t *testing.T) {
 			if got := names(p.Actions); !slices.Equal(got, tc.want) || !slices.Equal(held, tc.wantHeld) {
 				t.Errorf("actions %q held %q, want %q held %q", got, held, tc.want, tc.wantHeld)
 			}
-			if len(held) > 0 && (p.RequeueAfter == 0 || p.RequeueAfter > heldRetry) {
+			if len(held) > 0 && (p.RequeueAfter == 0 || p.RequeueAfter > podlife.HeldRetry) {
 				t.Errorf("held pods, but the next look is in %v", p.RequeueAfter)
 			}
 		})

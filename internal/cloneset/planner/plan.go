@@ -84,17 +84,8 @@ type Plan struct {
 	// ScaleUpLimited is set when scaleStrategy.maxUnavailable held back
 	// creations.
 	ScaleUpLimited bool
-	// RequeueAfter asks for another look after this long even if nothing
-	// changes, e.g. when a pod will pass minReadySeconds.
-	RequeueAfter time.Duration
-	// Held are pods the plan would have deleted or updated in place but
-	// the disruption check did not allow now.
-	Held []podlife.Held
+	podlife.Pace
 }
-
-// heldRetry is when a plan with held pods looks again: a budget frees up
-// without any event on the CloneSet.
-const heldRetry = 5 * time.Second
 
 // Compute plans the next step. It scales first; only when scaling has
 // nothing to do does it refresh lifecycle states and then update pods, so
@@ -123,7 +114,7 @@ func Compute(s Snapshot) (Plan, error) {
 	// does, so that scaling up does not wait for scaling to finish before
 	// its pods can become Ready.
 	if actions := scale(s, &p, podsToDelete); len(actions) > 0 {
-		p.Phase, p.Actions = PhaseScale, everyStep(s, p.allowed(s, actions))
+		p.Phase, p.Actions = PhaseScale, everyStep(s, p.Allow(s.Disruptions, actions))
 		return p, nil
 	}
 	actions, err := refreshStates(s)
@@ -136,19 +127,8 @@ func Compute(s Snapshot) (Plan, error) {
 	}
 	p.Phase, p.Diffs = PhaseUpdate, diffs(UpdatingView)
 	p.Actions, err = update(s, p.Diffs)
-	p.Actions = everyStep(s, p.allowed(s, p.Actions))
+	p.Actions = everyStep(s, p.Allow(s.Disruptions, p.Actions))
 	return p, err
-}
-
-// allowed drops the actions that would take a pod out of service when the
-// disruption check does not allow it now, recording them as held.
-func (p *Plan) allowed(s Snapshot, actions []podlife.Action) []podlife.Action {
-	kept, held := podlife.Allowed(s.Disruptions, actions)
-	p.Held = append(p.Held, held...)
-	if len(p.Held) > 0 && (p.RequeueAfter == 0 || heldRetry < p.RequeueAfter) {
-		p.RequeueAfter = heldRetry
-	}
-	return kept
 }
 
 // nextAvailability is when the next Ready pod passes minReadySeconds, or 0.

@@ -91,7 +91,7 @@ func (v *view) tidy(sl *slot, p *Plan) []podlife.Action {
 		switch {
 		case pod.Status.Phase == corev1.PodFailed:
 			if wait := v.backoff(sl.node.Name); wait > 0 {
-				p.wake(wait)
+				p.Wake(wait)
 				continue
 			}
 			deletes = appendDelete(deletes, v.deleteOrWait(pod, nodeReason(sl, "has a failed pod"), p))

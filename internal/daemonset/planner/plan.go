@@ -63,21 +63,8 @@ const (
 type Plan struct {
 	Phase   Phase
 	Actions []podlife.Action
-	// RequeueAfter asks for another look after this long even if nothing
-	// changes (minReadySeconds, a failed pod's back-off, a held pod).
-	RequeueAfter time.Duration
-	// Held are pods the plan would have deleted or updated in place but
-	// the disruption check did not allow now.
-	Held []podlife.Held
-	// Waiting says why the rollout does not move, "" when it does or is
-	// done; Blocked names, when the wait is for someone else, why:
-	// HookWaiting, DisruptionNotAllowed, Paused, Partitioned.
-	Waiting, Blocked string
+	podlife.Pace
 }
-
-// heldRetry is when a plan with held pods looks again: a budget frees up
-// without any event on the set.
-const heldRetry = 5 * time.Second
 
 // Compute plans the next step: pods created and deleted node by node
 // first; when that has nothing to do, lifecycle refreshes; then the
@@ -86,14 +73,14 @@ const heldRetry = 5 * time.Second
 func Compute(s Snapshot) (Plan, error) {
 	var p Plan
 	v := newView(s)
-	p.wake(v.requeue)
+	p.Wake(v.requeue)
 	if g := podlife.GraceWait(v.active, s.Now); g > 0 {
-		p.wake(g + time.Second/2)
+		p.Wake(g + time.Second/2)
 	}
 	if s.Set.DeletionTimestamp != nil {
 		return p, nil
 	}
-	if actions := p.allowed(s, manage(v, &p)); len(actions) > 0 || len(p.Held) > 0 {
+	if actions := p.Allow(s.Disruptions, manage(v, &p)); len(actions) > 0 || len(p.Held) > 0 {
 		p.Phase, p.Actions = PhaseManage, v.life.WithInitPodReady(v.active, actions)
 		return p, nil
 	}
@@ -107,29 +94,8 @@ func Compute(s Snapshot) (Plan, error) {
 	}
 	p.Phase = PhaseUpdate
 	actions, err = update(v, &p)
-	p.Actions = v.life.WithInitPodReady(v.active, p.allowed(s, actions))
+	p.Actions = v.life.WithInitPodReady(v.active, p.Allow(s.Disruptions, actions))
 	return p, err
-}
-
-// allowed drops the actions that would take a pod out of service when the
-// disruption check does not allow it now, recording them as held.
-func (p *Plan) allowed(s Snapshot, actions []podlife.Action) []podlife.Action {
-	kept, held := podlife.Allowed(s.Disruptions, actions)
-	p.Held = append(p.Held, held...)
-	if len(held) > 0 {
-		p.wake(heldRetry)
-		if p.Waiting == "" {
-			p.Waiting, p.Blocked = podlife.HeldMessage(held), "DisruptionNotAllowed"
-		}
-	}
-	return kept
-}
-
-// wake asks for another look within d.
-func (p *Plan) wake(d time.Duration) {
-	if d > 0 && (p.RequeueAfter == 0 || d < p.RequeueAfter) {
-		p.RequeueAfter = d
-	}
 }
 
 // refresh moves pods on once their in-place update is done.

@@ -155,12 +155,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.revisionStore().Truncate(ctx, &c.revs, c.snap.Pods, historyLimit(c.set)); err != nil {
 		return ctrl.Result{}, errors.Join(syncErr, err)
 	}
-	stuck, next := podlife.WaitingOnHooks(c.snap.Pods, r.Options.HookWaitWarning, c.snap.Now)
-	if len(stuck) > 0 {
-		r.Recorder.Eventf(c.set, nil, corev1.EventTypeWarning, "LifecycleHookWaiting", "Wait", "%s", podlife.StuckMessage(stuck, r.Options.HookWaitWarning))
-	}
-	if next > 0 && (result.RequeueAfter == 0 || next+time.Second < result.RequeueAfter) {
-		result.RequeueAfter = next + time.Second
+	if next := r.exec.WarnHookWaits(c.set, c.snap.Pods, r.Options.HookWaitWarning, c.snap.Now); next > 0 && (result.RequeueAfter == 0 || next < result.RequeueAfter) {
+		result.RequeueAfter = next
 	}
 	return result, syncErr
 }

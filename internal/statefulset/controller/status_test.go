@@ -26,13 +26,13 @@ func TestProgressing(t *testing.T) {
 		want           corev1.ConditionStatus
 		reason, msgHas string
 	}{
-		{"maxUnavailable in use", planner.Plan{Waiting: "2 of maxUnavailable 2 pods are unavailable"},
+		{"maxUnavailable in use", planner.Plan{Pace: podlife.Pace{Waiting: "2 of maxUnavailable 2 pods are unavailable"}},
 			appsv1beta1.StatefulSetStatus{Replicas: 3, UpdatedReplicas: 1}, corev1.ConditionTrue, "Progressing", ""},
-		{"a hook holds a pod", planner.Plan{Waiting: "pod db-2 waits in PreparingDelete for its preDelete hook", Blocked: "HookWaiting"},
+		{"a hook holds a pod", planner.Plan{Pace: podlife.Pace{Waiting: "pod db-2 waits in PreparingDelete for its preDelete hook", Blocked: "HookWaiting"}},
 			appsv1beta1.StatefulSetStatus{Replicas: 3}, corev1.ConditionFalse, "HookWaiting", "db-2"},
-		{"blocked but acting elsewhere", planner.Plan{Waiting: "w", Blocked: "HookWaiting", Actions: []podlife.Action{podlife.CreatePod{}}},
+		{"blocked but acting elsewhere", planner.Plan{Pace: podlife.Pace{Waiting: "w", Blocked: "HookWaiting"}, Actions: []podlife.Action{podlife.CreatePod{}}},
 			appsv1beta1.StatefulSetStatus{Replicas: 3}, corev1.ConditionTrue, "Progressing", ""},
-		{"paused", planner.Plan{Waiting: "the rollout is paused", Blocked: "Paused"},
+		{"paused", planner.Plan{Pace: podlife.Pace{Waiting: "the rollout is paused", Blocked: "Paused"}},
 			appsv1beta1.StatefulSetStatus{Replicas: 3}, corev1.ConditionFalse, "Paused", "paused"},
 		{"complete", planner.Plan{}, appsv1beta1.StatefulSetStatus{Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3}, corev1.ConditionTrue, "Complete", ""},
 	} {

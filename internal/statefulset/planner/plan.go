@@ -61,26 +61,8 @@ const (
 type Plan struct {
 	Phase   Phase
 	Actions []podlife.Action
-	// RequeueAfter asks for another look after this long even if nothing
-	// changes (minReadySeconds, a grace period, a held pod).
-	RequeueAfter time.Duration
-	// Held are pods the plan would have deleted or updated in place but
-	// the disruption check did not allow now.
-	Held []podlife.Held
-	// Waiting says why the rollout does not move, "" when it does or is
-	// done: for the Progressing condition and `kubectl describe`.
-	Waiting string
-	// Blocked names, when the wait is for someone else (a hook's operator,
-	// a budget, a user who paused the rollout), why: HookWaiting,
-	// DisruptionNotAllowed, Paused. "" for the waits a rollout paces
-	// itself with (pods starting, maxUnavailable in use), which say
-	// nothing wrong.
-	Blocked string
+	podlife.Pace
 }
-
-// heldRetry is when a plan with held pods looks again: a budget frees up
-// without any event on the set.
-const heldRetry = 5 * time.Second
 
 // Compute plans the next step: adoption and release first, then scaling;
 // when scaling has nothing to do, lifecycle refreshes; then the update.
@@ -90,7 +72,7 @@ func Compute(s Snapshot) (Plan, error) {
 	v := newView(s)
 	p.RequeueAfter = v.requeue
 	if g := podlife.GraceWait(v.active, s.Now); g > 0 {
-		p.wake(g + time.Second/2)
+		p.Wake(g + time.Second/2)
 	}
 	if s.Set.DeletionTimestamp != nil {
 		return p, nil
@@ -100,7 +82,7 @@ func Compute(s Snapshot) (Plan, error) {
 		return p, nil
 	}
 	scaled, blocked := scale(s, v, &p)
-	if actions := p.allowed(s, scaled); len(actions) > 0 || len(p.Held) > 0 {
+	if actions := p.Allow(s.Disruptions, scaled); len(actions) > 0 || len(p.Held) > 0 {
 		p.Phase, p.Actions = PhaseScale, v.life.WithInitPodReady(v.active, actions)
 		return p, nil
 	}
@@ -116,29 +98,8 @@ func Compute(s Snapshot) (Plan, error) {
 	if !blocked {
 		actions, err = update(s, v, &p)
 	}
-	p.Actions = v.life.WithInitPodReady(v.active, p.allowed(s, actions))
+	p.Actions = v.life.WithInitPodReady(v.active, p.Allow(s.Disruptions, actions))
 	return p, err
-}
-
-// allowed drops the actions that would take a pod out of service when the
-// disruption check does not allow it now, recording them as held.
-func (p *Plan) allowed(s Snapshot, actions []podlife.Action) []podlife.Action {
-	kept, held := podlife.Allowed(s.Disruptions, actions)
-	p.Held = append(p.Held, held...)
-	if len(held) > 0 {
-		p.wake(heldRetry)
-		if p.Waiting == "" {
-			p.Waiting, p.Blocked = podlife.HeldMessage(held), "DisruptionNotAllowed"
-		}
-	}
-	return kept
-}
-
-// wake asks for another look within d.
-func (p *Plan) wake(d time.Duration) {
-	if d > 0 && (p.RequeueAfter == 0 || d < p.RequeueAfter) {
-		p.RequeueAfter = d
-	}
 }
 
 // Monotonic reports whether the set moves one ordinal at a time.
