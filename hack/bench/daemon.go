@@ -31,7 +31,7 @@ func isDaemon(s suite) bool { return s.workload == "DaemonSet" || s.workload == 
 // place or not), and half the nodes leaving its node selector.
 func (b *bench) runDaemonSuite(ctx context.Context, s suite) error {
 	n := b.o.daemonNodes
-	names, err := b.daemonNodes(ctx, n)
+	names, err := b.daemonNodes(ctx, s.name, n)
 	if err != nil {
 		return err
 	}
@@ -67,10 +67,10 @@ func (b *bench) runDaemonSuite(ctx context.Context, s suite) error {
 
 // daemonNodes registers n simulated nodes for a DaemonSet suite and waits
 // until they are Ready with only the suite's taint left.
-func (b *bench) daemonNodes(ctx context.Context, n int) ([]string, error) {
+func (b *bench) daemonNodes(ctx context.Context, suite string, n int) ([]string, error) {
 	var names []string
 	for i := 0; i < n; i++ {
-		name := fmt.Sprintf("bench-daemon-%03d", i)
+		name := fmt.Sprintf("%s-%03d", suite, i)
 		labels := map[string]string{corev1.LabelHostname: name, "type": "kwok", daemonLabel: "true"}
 		if i%2 == 0 {
 			labels[daemonKeep] = "true"
@@ -97,10 +97,16 @@ func (b *bench) daemonNodes(ctx context.Context, n int) ([]string, error) {
 	})
 }
 
+// dropDaemonNodes deletes a suite's nodes and waits until they are gone,
+// so that the next suite does not pay for their removal.
 func (b *bench) dropDaemonNodes(ctx context.Context, names []string) {
 	for _, name := range names {
 		_ = b.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
 	}
+	_ = wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := b.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: daemonLabel + "=true"})
+		return err == nil && len(list.Items) == 0, nil
+	})
 }
 
 // createDaemon creates the suite's DaemonSet over its nodes: the template
