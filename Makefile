@@ -101,3 +101,16 @@ rbac-audit: ## Remove each rule of the manager's and the bridge's roles in turn 
 .PHONY: bench
 bench: ## Measure Lifeline side by side with native Kubernetes and OpenKruise v1.9.0 on one local cluster; writes bench/results/<date>.json and SVG charts (ARGS="-scenarios=cloneset,deployment" picks scenarios; ARGS=-list lists them).
 	$(GO) run ./hack/bench $(ARGS)
+
+# The fuzz targets: every admission webhook (an AdmissionReview posted to
+# each path a package registers) and the conversion webhook. make test runs
+# their seed corpora (and any crasher saved under testdata/fuzz).
+FUZZ_TARGETS := ./internal/cloneset/webhook:FuzzAdmission ./internal/statefulset/webhook:FuzzAdmission \
+	./internal/daemonset/webhook:FuzzAdmission ./internal/podbudget/webhook:FuzzAdmission \
+	./internal/pps/webhook:FuzzAdmission ./internal/conversion:FuzzConversion
+FUZZTIME ?= 5m
+
+.PHONY: fuzz
+fuzz: ## Fuzz every admission handler and the conversion webhook, FUZZTIME (5m) each; a crasher is written under the package's testdata/fuzz, where make test then replays it.
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; echo "=== $$pkg $$fn ($(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done

@@ -173,13 +173,19 @@ func apiVersionOf(t *testing.T, raw []byte) string {
 	return head.APIVersion
 }
 
+func apiVersionOfRaw(raw []byte) string {
+	var head metav1.TypeMeta
+	_ = json.Unmarshal(raw, &head)
+	return head.APIVersion
+}
+
 func nameOf(t *testing.T, raw []byte) string {
 	var head metav1.PartialObjectMetadata
 	mustUnmarshal(t, raw, &head)
 	return head.Name
 }
 
-func mustUnmarshal(t *testing.T, data []byte, into any) {
+func mustUnmarshal(t testing.TB, data []byte, into any) {
 	t.Helper()
 	if err := json.Unmarshal(data, into); err != nil {
 		t.Fatal(err)
@@ -197,7 +203,7 @@ func readVectors(t *testing.T) []vector {
 	return vectors
 }
 
-func readCorpus(t *testing.T) []admissionCase {
+func readCorpus(t testing.TB) []admissionCase {
 	t.Helper()
 	data, err := os.ReadFile("testdata/corpus.yaml")
 	if err != nil {
