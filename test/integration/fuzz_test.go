@@ -27,8 +27,7 @@ import (
 // make test replays the seeds. It is not in make fuzz: each fuzzing worker
 // starts the test API server (TestMain), and the binding webhook's wait
 // for its cache makes every input cost up to 250 ms, so the fuzzer stalls
-// minimizing; the pod webhooks' decisions are fuzzed at their own level by
-// their packages' tests.
+// minimizing (two tries, 11 and 7,859 inputs before it stalled).
 func FuzzPodAdmission(f *testing.F) {
 	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0", Labels: map[string]string{"app": "web", pub.LifecycleStateKey: "Normal"},
