@@ -7,12 +7,10 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
@@ -68,31 +66,9 @@ func TestBridgeAdvancedDaemonSet(t *testing.T) {
 	}
 }
 
-// waitDaemonSetRegistry waits until the set has settled on desired nodes,
-// each pod Normal and Ready, and the registry holds exactly those pods at
-// their UIDs and revisions.
+// waitDaemonSetRegistry waits until the set has settled on desired nodes
+// and the registry holds exactly its pods (waitRegistry).
 func waitDaemonSetRegistry(t *testing.T, r registryUnderTest, set *appsv1beta1.DaemonSet, desired int32, step string) {
 	t.Helper()
-	eventually(t, 2*time.Minute, step+": the registry holds every pod", func(ctx context.Context) (bool, string, error) {
-		if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(set), set); err != nil {
-			return false, err.Error(), nil
-		}
-		if !dsSettled(desired)(set) {
-			return false, fmt.Sprintf("status %+v", set.Status), nil
-		}
-		got, err := r.list(ctx, set.Namespace)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		pods := stsPods(t, set.Namespace)
-		for _, p := range pods {
-			if p.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) || podCondition(&p, corev1.PodReady) != corev1.ConditionTrue {
-				return false, fmt.Sprintf("%s is %s", p.Name, p.Labels[pub.LifecycleStateKey]), nil
-			}
-			if e := got[p.Name]; e.UID != string(p.UID) || e.Revision != p.Labels["controller-revision-hash"] {
-				return false, fmt.Sprintf("%s: entry %+v", p.Name, e), nil
-			}
-		}
-		return len(pods) == int(desired) && len(got) == int(desired), fmt.Sprintf("%d pods, %d entries", len(pods), len(got)), nil
-	})
+	waitWorkloadRegistry(t, r, set, dsSettled(desired), nsPods(t, set.Namespace), desired, step)
 }

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
-	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
@@ -136,28 +135,10 @@ func withRegistryHooks(cs *appsv1alpha1.CloneSet) {
 // their revisions.
 func waitRegistry(t *testing.T, r registryUnderTest, cs *appsv1alpha1.CloneSet, replicas int, step string) {
 	t.Helper()
-	eventually(t, 2*time.Minute, step+": the registry holds every pod", func(ctx context.Context) (bool, string, error) {
-		if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(cs), cs); err != nil {
-			return false, err.Error(), nil
-		}
-		if cs.Status.UpdatedAvailableReplicas != int32(replicas) || cs.Status.Replicas != int32(replicas) {
-			return false, fmt.Sprintf("status %+v", cs.Status), nil
-		}
-		pods := clonePods(t, cs)
-		got, err := r.list(ctx, cs.Namespace)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		for _, p := range pods {
-			if p.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) || podCondition(&p, corev1.PodReady) != corev1.ConditionTrue {
-				return false, fmt.Sprintf("%s is %s", p.Name, p.Labels[pub.LifecycleStateKey]), nil
-			}
-			if e := got[p.Name]; e.UID != string(p.UID) || e.Revision != p.Labels["controller-revision-hash"] {
-				return false, fmt.Sprintf("%s: entry %+v", p.Name, e), nil
-			}
-		}
-		return len(pods) == replicas && len(got) == replicas, fmt.Sprintf("%d pods, %d entries", len(pods), len(got)), nil
-	})
+	n := int32(replicas)
+	waitWorkloadRegistry(t, r, cs, func(cs *appsv1alpha1.CloneSet) bool {
+		return cs.Status.UpdatedAvailableReplicas == n && cs.Status.Replicas == n
+	}, func() []corev1.Pod { return clonePods(t, cs) }, n, step)
 }
 
 // watchPodsAgainst reads the registry at each pod change that a

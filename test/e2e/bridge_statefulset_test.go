@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"syscall"
 	"testing"
 	"time"
@@ -82,23 +83,30 @@ func TestBridgeAdvancedStatefulSet(t *testing.T) {
 	}
 }
 
-// waitStatefulSetRegistry waits until the set has settled at replicas pods,
-// each Normal and Ready, and the registry holds exactly those pods at their
-// UIDs and revisions.
+// waitStatefulSetRegistry waits until the set has settled at replicas
+// pods and the registry holds exactly its pods (waitRegistry).
 func waitStatefulSetRegistry(t *testing.T, r registryUnderTest, set *appsv1beta1.StatefulSet, replicas int32, step string) {
 	t.Helper()
+	waitWorkloadRegistry(t, r, set, stsSettled(replicas), nsPods(t, set.Namespace), replicas, step)
+}
+
+// waitWorkloadRegistry waits until the workload obj has settled with n
+// pods (as pods lists them), each Normal and Ready, and the registry holds
+// exactly those pods at their UIDs and revisions.
+func waitWorkloadRegistry[T ctrlclient.Object](t *testing.T, r registryUnderTest, obj T, settled func(T) bool, pods func() []corev1.Pod, n int32, step string) {
+	t.Helper()
 	eventually(t, 2*time.Minute, step+": the registry holds every pod", func(ctx context.Context) (bool, string, error) {
-		if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(set), set); err != nil {
+		if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(obj), obj); err != nil {
 			return false, err.Error(), nil
 		}
-		if !stsSettled(replicas)(set) {
-			return false, fmt.Sprintf("status %+v", set.Status), nil
+		if !settled(obj) {
+			return false, fmt.Sprintf("status %+v", reflect.ValueOf(obj).Elem().FieldByName("Status").Interface()), nil
 		}
-		got, err := r.list(ctx, set.Namespace)
+		got, err := r.list(ctx, obj.GetNamespace())
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		pods := stsPods(t, set.Namespace)
+		pods := pods()
 		for _, p := range pods {
 			if p.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) || podCondition(&p, corev1.PodReady) != corev1.ConditionTrue {
 				return false, fmt.Sprintf("%s is %s", p.Name, p.Labels[pub.LifecycleStateKey]), nil
@@ -107,8 +115,13 @@ func waitStatefulSetRegistry(t *testing.T, r registryUnderTest, set *appsv1beta1
 				return false, fmt.Sprintf("%s: entry %+v", p.Name, e), nil
 			}
 		}
-		return len(pods) == int(replicas) && len(got) == int(replicas), fmt.Sprintf("%d pods, %d entries", len(pods), len(got)), nil
+		return len(pods) == int(n) && len(got) == int(n), fmt.Sprintf("%d pods, %d entries", len(pods), len(got)), nil
 	})
+}
+
+// nsPods lists the live pods of ns, when called.
+func nsPods(t *testing.T, ns string) func() []corev1.Pod {
+	return func() []corev1.Pod { return stsPods(t, ns) }
 }
 
 // stsPods lists the live pods of ns.

@@ -6,12 +6,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/daemonset/planner"
+	"github.com/lifeline-k8s/lifeline/internal/podexec"
 )
 
 // Progressing is the condition that says whether a set's rollout moves
@@ -19,19 +18,9 @@ import (
 // rollout is stuck.
 const Progressing appsv1.DaemonSetConditionType = "Progressing"
 
-// writeStatus writes the status if it changed, conditional on the version
-// read, and returns the set as stored.
+// writeStatus writes the status if it changed (podexec.WriteStatus).
 func (r *Reconciler) writeStatus(ctx context.Context, set *appsv1beta1.DaemonSet, status appsv1beta1.DaemonSetStatus) (*appsv1beta1.DaemonSet, error) {
-	if apiequality.Semantic.DeepEqual(set.Status, status) {
-		return set, nil
-	}
-	updated := set.DeepCopy()
-	updated.Status = status
-	if err := r.Status().Update(ctx, updated); err != nil {
-		return set, err
-	}
-	r.ownWrites.Wrote(client.ObjectKeyFromObject(set), updated.ResourceVersion)
-	return updated, nil
+	return podexec.WriteStatus(ctx, r.Client, &r.ownWrites, set, status, func(s *appsv1beta1.DaemonSet) *appsv1beta1.DaemonSetStatus { return &s.Status })
 }
 
 // setProgressing says whether the rollout moves: False when it waits for

@@ -6,11 +6,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	"github.com/lifeline-k8s/lifeline/internal/podexec"
 	"github.com/lifeline-k8s/lifeline/internal/statefulset/planner"
 	"github.com/lifeline-k8s/lifeline/internal/workloadref"
 )
@@ -20,19 +19,9 @@ import (
 // rollout is stuck.
 const Progressing appsv1.StatefulSetConditionType = "Progressing"
 
-// writeStatus writes the status if it changed, conditional on the version
-// read, and returns the set as stored.
+// writeStatus writes the status if it changed (podexec.WriteStatus).
 func (r *Reconciler) writeStatus(ctx context.Context, set *appsv1beta1.StatefulSet, status appsv1beta1.StatefulSetStatus) (*appsv1beta1.StatefulSet, error) {
-	if apiequality.Semantic.DeepEqual(set.Status, status) {
-		return set, nil
-	}
-	updated := set.DeepCopy()
-	updated.Status = status
-	if err := r.Status().Update(ctx, updated); err != nil {
-		return set, err
-	}
-	r.ownWrites.Wrote(client.ObjectKeyFromObject(set), updated.ResourceVersion)
-	return updated, nil
+	return podexec.WriteStatus(ctx, r.Client, &r.ownWrites, set, status, func(s *appsv1beta1.StatefulSet) *appsv1beta1.StatefulSetStatus { return &s.Status })
 }
 
 // setProgressing says whether the rollout moves: False when it waits for
