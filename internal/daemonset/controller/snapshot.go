@@ -56,8 +56,9 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	if wait, err := r.waitForCache(ctx, set, pods, now); wait > 0 || err != nil {
 		return nil, ctrl.Result{RequeueAfter: wait}, err
 	}
+	// The planner only reads the nodes: no copy of every node per reconcile.
 	nodes := &corev1.NodeList{}
-	if err := r.List(ctx, nodes); err != nil {
+	if err := r.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, ctrl.Result{}, err
 	}
 	existing, err := r.revisionStore().List(ctx, set.Namespace, string(set.UID))

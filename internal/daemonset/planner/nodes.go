@@ -25,7 +25,12 @@ type Placement struct {
 // tolerations compare as before TaintTolerationComparisonOperators (off
 // by default).
 func PlacementOn(set *appsv1beta1.DaemonSet, node *corev1.Node) Placement {
-	spec := CandidateSpec(set)
+	return placementOn(CandidateSpec(set), node)
+}
+
+// placementOn is PlacementOn for the set's candidate spec, made once for
+// every node.
+func placementOn(spec *corev1.PodSpec, node *corev1.Node) Placement {
 	if spec.NodeName != "" && spec.NodeName != node.Name {
 		return Placement{}
 	}

@@ -48,8 +48,9 @@ type view struct {
 func newView(s Snapshot) *view {
 	v := &view{s: s, life: lifeOf(s.Set, s.Now), minReady: s.Set.Spec.MinReadySeconds}
 	byName := map[string]*slot{}
+	spec := CandidateSpec(s.Set)
 	for _, node := range s.Nodes {
-		sl := &slot{node: node, place: PlacementOn(s.Set, node)}
+		sl := &slot{node: node, place: placementOn(spec, node)}
 		byName[node.Name] = sl
 		v.slots = append(v.slots, sl)
 		if sl.place.ShouldRun {
