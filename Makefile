@@ -102,6 +102,14 @@ rbac-audit: ## Remove each rule of the manager's and the bridge's roles in turn 
 bench: ## Measure Lifeline side by side with native Kubernetes and OpenKruise v1.9.0 on one local cluster; writes bench/results/<date>.json and SVG charts (ARGS="-scenarios=cloneset,deployment" picks scenarios; ARGS=-list lists them).
 	$(GO) run ./hack/bench $(ARGS)
 
+.PHONY: chaos
+chaos: ## Fault run on a local cluster: 500 pods through rollouts, scaling, evictions and a drain while managers, the API server, etcd, the bridge and its registry fail; prints the seed, the plan and the invariant violations (LIFELINE_CHAOS_SEED=N replays a plan). make test runs a short one.
+	LIFELINE_CHAOS=full $(GO) test -count=1 -timeout 80m ./test/chaos -run '^TestChaos$$' -v
+
+.PHONY: soak
+soak: ## 50 CloneSets and 20 budgets at 1,000 then 10,000 pods on a local cluster, 10 minutes idle each, then one in-place rollout of all; prints the manager's CPU, peak RSS, reconciles and API requests per second. make test runs a small one.
+	LIFELINE_SOAK=full $(GO) test -count=1 -timeout 120m ./test/chaos -run '^TestSoak$$' -v
+
 # The fuzz targets: every admission webhook (an AdmissionReview posted to
 # each path a package registers) and the conversion webhook. make test runs
 # their seed corpora (and any crasher saved under testdata/fuzz).

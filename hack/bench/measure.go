@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
 // rollout is one step of a suite.
@@ -273,30 +273,5 @@ func fileSize(path string) int64 {
 	return info.Size()
 }
 
-// cpuSeconds is a process's user and system CPU time from /proc.
-func cpuSeconds(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil || pid == 0 {
-		return 0
-	}
-	// Fields after the command name, which may hold spaces, end with ')'.
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100 // USER_HZ
-}
-
-// rssBytes is a process's resident set size from /proc.
-func rssBytes(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil || pid == 0 {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			kb, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
-}
+// cpuSeconds and rssBytes read a process's CPU time and RSS from /proc.
+var cpuSeconds, rssBytes = cluster.CPUSeconds, cluster.RSSBytes

@@ -68,17 +68,25 @@ type Cluster struct {
 	profile Profile
 	// NodeNames are the simulated nodes.
 	NodeNames []string
+	// EtcdURL is where the cluster's etcd serves clients, for a watch
+	// of every write that needs no API server.
+	EtcdURL string
 
-	ca       *authority
-	server   string
-	procs    []*process
-	progress io.Writer
-	kcmArgs  []string
+	ca     *authority
+	server string
+	procs  []*process
+	// supervised are the components whose exit Exited ignores.
+	supervised map[string]bool
+	progress   io.Writer
+	kcmArgs    []string
 
 	// scraper reads the components' metrics (Scraper), made once.
 	scraperMu sync.Mutex
 	scraper   *Scraper
 }
+
+// Server is the API server's URL.
+func (c *Cluster) Server() string { return c.server }
 
 // Start builds what is missing, starts etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler and kwok on loopback, registers the
@@ -177,6 +185,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, opts Options) error {
 
 	fmt.Fprintln(c.progress, "starting etcd")
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
+	c.EtcdURL = etcdURL
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
 	if err := c.run("etcd",
 		"--name=default",

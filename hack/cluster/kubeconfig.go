@@ -16,17 +16,27 @@ func (c *Cluster) WriteKubeconfig(user string, groups ...string) (string, error)
 	return c.writeKubeconfig(user, pkix.Name{CommonName: user, Organization: groups})
 }
 
+// WriteKubeconfigVia is WriteKubeconfig for a client that reaches the API
+// server at server (a proxy in front of it), under the file name file.
+func (c *Cluster) WriteKubeconfigVia(server, file, user string) (string, error) {
+	return c.writeKubeconfigTo(server, file, user, pkix.Name{CommonName: user})
+}
+
 func (c *Cluster) writeKubeconfig(name string, subject pkix.Name) (string, error) {
+	return c.writeKubeconfigTo(c.server, name, name, subject)
+}
+
+func (c *Cluster) writeKubeconfigTo(server, file, name string, subject pkix.Name) (string, error) {
 	certFile, keyFile, err := c.ca.issue("client-"+name, subject, x509.ExtKeyUsageClientAuth, nil, nil)
 	if err != nil {
 		return "", err
 	}
 	read := func(p string) []byte { b, _ := os.ReadFile(p); return b }
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["lifeline-dev"] = &clientcmdapi.Cluster{Server: c.server, CertificateAuthorityData: read(c.ca.caFile())}
+	cfg.Clusters["lifeline-dev"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: read(c.ca.caFile())}
 	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: read(certFile), ClientKeyData: read(keyFile)}
 	cfg.Contexts["lifeline-dev"] = &clientcmdapi.Context{Cluster: "lifeline-dev", AuthInfo: name}
 	cfg.CurrentContext = "lifeline-dev"
-	path := filepath.Join(c.Dir, name+".kubeconfig")
+	path := filepath.Join(c.Dir, file+".kubeconfig")
 	return path, clientcmd.WriteToFile(*cfg, path)
 }

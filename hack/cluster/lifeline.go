@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -30,6 +31,9 @@ type LifelineOptions struct {
 	QPS int
 	// Args are more flags for the manager.
 	Args []string
+	// Server, if set, is where the manager reaches the API server (a
+	// proxy in front of it); the cluster's own address when empty.
+	Server string
 }
 
 // Lifeline is a running lifeline-manager.
@@ -82,7 +86,7 @@ func (c *Cluster) StartLifeline(ctx context.Context, o LifelineOptions) (*Lifeli
 	if err := bindUser(ctx, client, user, "lifeline-manager"); err != nil {
 		return nil, err
 	}
-	kubeconfig, err := c.WriteKubeconfig(user)
+	kubeconfig, err := c.WriteKubeconfigVia(cmp.Or(o.Server, c.server), user, user)
 	if err != nil {
 		return nil, err
 	}

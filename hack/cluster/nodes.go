@@ -18,12 +18,15 @@ import (
 )
 
 func (c *Cluster) startNodes(ctx context.Context, opts Options) error {
-	fmt.Fprintf(c.progress, "starting kwok with %d nodes\n", opts.Nodes)
-	if err := c.startKwok(Instant); err != nil {
-		return err
-	}
 	client, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
+		return err
+	}
+	if err := kwokDeletesByUID(ctx, client); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.progress, "starting kwok with %d nodes\n", opts.Nodes)
+	if err := c.startKwok(Instant); err != nil {
 		return err
 	}
 	for i := 0; i < opts.Nodes; i++ {

@@ -20,6 +20,10 @@ type process struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
+	// path, args and env start it again (RestartProcess).
+	path string
+	args []string
+	env  []string
 }
 
 // Stop ends every component, newest first, and waits for each to exit.
@@ -40,6 +44,11 @@ func (c *Cluster) Stop() {
 // StopProcess ends one component with sig and waits for it to exit; it is
 // no longer part of the cluster until started again.
 func (c *Cluster) StopProcess(name string, sig syscall.Signal) error {
+	return c.stopWithin(name, sig, time.Minute)
+}
+
+// stopWithin is StopProcess that SIGKILLs the component after grace.
+func (c *Cluster) stopWithin(name string, sig syscall.Signal, grace time.Duration) error {
 	for i, p := range c.procs {
 		if p.name != name {
 			continue
@@ -47,7 +56,7 @@ func (c *Cluster) StopProcess(name string, sig syscall.Signal) error {
 		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
 		select {
 		case <-p.done:
-		case <-time.After(time.Minute):
+		case <-time.After(grace):
 			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 			<-p.done
 		}
@@ -55,6 +64,94 @@ func (c *Cluster) StopProcess(name string, sig syscall.Signal) error {
 		return nil
 	}
 	return fmt.Errorf("no component %s", name)
+}
+
+// Supervise says that the caller restarts the named components when they
+// exit (as a kubelet restarts a container), so that their exit does not
+// break the cluster (Exited). Call it before anything waits on the
+// cluster from another goroutine.
+func (c *Cluster) Supervise(names ...string) {
+	if c.supervised == nil {
+		c.supervised = map[string]bool{}
+	}
+	for _, n := range names {
+		c.supervised[n] = true
+	}
+}
+
+// Signal sends sig to a running component without waiting for it (SIGSTOP
+// and SIGCONT pause and resume it; see WaitExit for one that should exit).
+func (c *Cluster) Signal(name string, sig syscall.Signal) error {
+	for _, p := range c.procs {
+		if p.name == name {
+			return syscall.Kill(-p.cmd.Process.Pid, sig)
+		}
+	}
+	return fmt.Errorf("no component %s", name)
+}
+
+// WaitExit waits up to timeout for a component to exit by itself and, if
+// it did, drops it from the cluster (start it again as after StopProcess).
+func (c *Cluster) WaitExit(name string, timeout time.Duration) (bool, error) {
+	for i, p := range c.procs {
+		if p.name != name {
+			continue
+		}
+		exited := false
+		select {
+		case <-p.done:
+			exited = true
+		default:
+			if timeout > 0 {
+				select {
+				case <-p.done:
+					exited = true
+				case <-time.After(timeout):
+				}
+			}
+		}
+		if exited {
+			c.procs = append(c.procs[:i], c.procs[i+1:]...)
+		}
+		return exited, nil
+	}
+	return false, fmt.Errorf("no component %s", name)
+}
+
+// RestartProcess stops a component with SIGTERM (SIGKILL after 10s: a
+// kube-apiserver drains its requests for a minute) and starts it again
+// with the same binary, flags and environment; it does not wait for it
+// to serve.
+func (c *Cluster) RestartProcess(name string) error {
+	var old *process
+	for _, p := range c.procs {
+		if p.name == name {
+			old = p
+		}
+	}
+	if old == nil {
+		return fmt.Errorf("no component %s", name)
+	}
+	if err := c.stopWithin(name, syscall.SIGTERM, 10*time.Second); err != nil {
+		return err
+	}
+	return c.StartProcessEnv(name, old.path, old.env, old.args...)
+}
+
+// RestartAPIServer restarts kube-apiserver and waits until it is ready.
+func (c *Cluster) RestartAPIServer(ctx context.Context) error {
+	if err := c.RestartProcess("kube-apiserver"); err != nil {
+		return err
+	}
+	return c.waitAPIServer(ctx)
+}
+
+// RestartEtcd restarts the cluster's etcd and waits until it is healthy.
+func (c *Cluster) RestartEtcd(ctx context.Context) error {
+	if err := c.RestartProcess("etcd"); err != nil {
+		return err
+	}
+	return c.waitHTTP(ctx, "etcd", c.EtcdURL+"/health")
 }
 
 // RestartControllerManager restarts kube-controller-manager with its
@@ -79,6 +176,9 @@ func (c *Cluster) RestartControllerManager(serviceAccountCredentials bool) error
 // whose component died is broken, and callers should say which one.
 func (c *Cluster) Exited() error {
 	for _, p := range c.procs {
+		if c.supervised[p.name] {
+			continue
+		}
 		select {
 		case <-p.done:
 			return fmt.Errorf("%s exited: %v (log: %s)", p.name, p.err, c.LogFile(p.name))
@@ -122,7 +222,7 @@ func (c *Cluster) StartProcessEnv(name, path string, env []string, args ...strin
 		log.Close()
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{}), path: path, args: args, env: env}
 	go func() {
 		p.err = cmd.Wait()
 		log.Close()

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -37,6 +38,9 @@ type Replicas struct {
 	// Failed counts the admission requests no replica answered: the API
 	// server then applied the webhook's failure policy.
 	Failed atomic.Int64
+	// failedAt are when those requests came in (FailedSince).
+	failedMu sync.Mutex
+	failedAt []time.Time
 
 	first, balanced int
 	server          *http.Server
@@ -139,8 +143,13 @@ func (r *Replicas) serve(ctx context.Context, c *Cluster, backends []int, readyz
 		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(&url.URL{Scheme: "https", Host: "replicas"}) },
 		Transport: &failover{r: r, backends: backends,
 			base: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 100}},
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
 			r.Failed.Add(1)
+			if at, ok := req.Context().Value(arrivedKey{}).(time.Time); ok {
+				r.failedMu.Lock()
+				r.failedAt = append(r.failedAt, at)
+				r.failedMu.Unlock()
+			}
 			http.Error(w, err.Error(), http.StatusBadGateway)
 		},
 	}
@@ -148,9 +157,29 @@ func (r *Replicas) serve(ctx context.Context, c *Cluster, backends []int, readyz
 	if err != nil {
 		return err
 	}
-	r.server = &http.Server{Handler: proxy}
+	r.server = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		proxy.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), arrivedKey{}, time.Now())))
+	})}
 	go func() { _ = r.server.Serve(ln) }()
 	return nil
+}
+
+type arrivedKey struct{}
+
+// FailedSince counts the admission requests that came in at t or later
+// and that no replica answered. A request already at a replica when it
+// is SIGKILLed is lost with it, as behind a Service; one that comes
+// later must reach the other replica.
+func (r *Replicas) FailedSince(t time.Time) int {
+	r.failedMu.Lock()
+	defer r.failedMu.Unlock()
+	n := 0
+	for _, at := range r.failedAt {
+		if !at.Before(t) {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *Replicas) pollReady(ctx context.Context, i int, readyz string) {

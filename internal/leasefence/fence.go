@@ -1,0 +1,155 @@
+// Package leasefence keeps a leader that lost its lease without knowing it
+// from writing. A leader paused past its lease (SIGSTOP, a frozen VM, a
+// long GC pause, a partition) resumes with its workers mid-reconcile: they
+// send the writes they had decided on before its elector notices that the
+// lease is gone and the process exits, while another replica already
+// leads. Leases have no fencing token the API server checks, so the
+// writer checks itself: every write waits for the elector's last
+// successful renewal to be recent enough that no other replica can have
+// taken over.
+package leasefence
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var refused = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "lifeline_leader_fence_refused_total",
+	Help: "Writes this replica refused to send because it led and its lease was not renewed within the renew deadline: it may no longer lead.",
+})
+
+func init() { metrics.Registry.MustRegister(refused) }
+
+// Identity is a replica's leader election identity, as controller-runtime
+// makes it: the host name and a UUID, unique per process.
+func Identity() (string, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return "", err
+	}
+	return host + "_" + string(uuid.NewUUID()), nil
+}
+
+// Fence says whether this replica may write.
+type Fence struct {
+	// within is how long after the start of its last successful renewal
+	// a leader may still write. It is the renew deadline: past it the
+	// elector gives up leading by itself, and it is shorter than the lease
+	// duration the other replicas wait out (from the moment they saw the
+	// renewal, which is after it started) before they take over.
+	within time.Duration
+	now    func() time.Time
+
+	mu      sync.Mutex
+	leading bool
+	renewed time.Time
+}
+
+// New returns a fence for a replica whose elector renews within the
+// renew deadline within.
+func New(within time.Duration) *Fence {
+	return &Fence{within: within, now: time.Now}
+}
+
+// StaleError is the answer to a write of a replica that led and has not
+// renewed its lease in time.
+type StaleError struct{ Age, Within time.Duration }
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("leasefence: not sent: this replica led, and its lease was last renewed %s ago (renew deadline %s), so another replica may lead now",
+		e.Age.Round(time.Millisecond), e.Within)
+}
+
+// Check is nil when writes may go out: the replica does not lead (a
+// standby's webhooks write too) or renewed its lease within the deadline.
+func (f *Fence) Check() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.leading {
+		return nil
+	}
+	if age := f.now().Sub(f.renewed); age > f.within {
+		return &StaleError{Age: age, Within: f.within}
+	}
+	return nil
+}
+
+// wrote records a successful write of the lease record, started at
+// start: the replica holds the lease from then (holder) or gave it up.
+func (f *Fence) wrote(start time.Time, holder bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.leading, f.renewed = holder, start
+}
+
+// Lock wraps the elector's lock so that the fence learns of each renewal.
+func (f *Fence) Lock(l resourcelock.Interface) resourcelock.Interface {
+	return &lock{Interface: l, f: f}
+}
+
+type lock struct {
+	resourcelock.Interface
+	f *Fence
+}
+
+func (l *lock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	return l.write(ler, func() error { return l.Interface.Create(ctx, ler) })
+}
+
+func (l *lock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	return l.write(ler, func() error { return l.Interface.Update(ctx, ler) })
+}
+
+func (l *lock) write(ler resourcelock.LeaderElectionRecord, send func() error) error {
+	start := l.f.now()
+	if err := send(); err != nil {
+		return err
+	}
+	l.f.wrote(start, ler.HolderIdentity == l.Identity())
+	return nil
+}
+
+// Wrap fences a client's transport (rest.Config.Wrap): requests that
+// write are refused, unsent, while Check fails. Reviews (token and access
+// reviews, WhoAmI) ask rather than write and always go.
+func (f *Fence) Wrap(rt http.RoundTripper) http.RoundTripper {
+	return &transport{f: f, next: rt}
+}
+
+type transport struct {
+	f    *Fence
+	next http.RoundTripper
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if writes(req) {
+		if err := t.f.Check(); err != nil {
+			refused.Inc()
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			return nil, err
+		}
+	}
+	return t.next.RoundTrip(req)
+}
+
+func writes(req *http.Request) bool {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	p := req.URL.Path
+	return !strings.HasPrefix(p, "/apis/authentication.k8s.io/") && !strings.HasPrefix(p, "/apis/authorization.k8s.io/")
+}
