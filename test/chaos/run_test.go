@@ -97,11 +97,13 @@ func TestChaos(t *testing.T) {
 		defer close(planDone)
 		e.runPlan(ctx, plan)
 	}()
-	e.steps(ctx, h, ws)
-	select {
-	case <-planDone:
-	case <-time.After(cfg.span + 5*time.Minute):
-		t.Error("the fault plan did not finish")
+	e.create(ctx, h, ws)
+	// The workloads go round their life until the plan is over, so that
+	// every fault lands on a rollout, a scale or a drain.
+	for n := 1; ; n++ {
+		if !e.cycle(ctx, h, ws, n) || closed(planDone) {
+			break
+		}
 	}
 	e.step(ctx, h, ws, "settle after the faults", nil, nil, func(context.Context) error { return nil })
 	h.End = time.Now()
@@ -126,9 +128,18 @@ func TestChaos(t *testing.T) {
 	}
 }
 
-// steps runs the workloads through their life, one step after another.
-func (e *env) steps(ctx context.Context, h *History, ws []*workload) {
-	hooked, budgeted, stateful := ws[0], ws[1], ws[2]
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// create makes the workloads and waits until they run.
+func (e *env) create(ctx context.Context, h *History, ws []*workload) {
+	budgeted, stateful := ws[1], ws[2]
 	e.step(ctx, h, ws, "create", nil, nil, func(ctx context.Context) error {
 		objs := []ctrlclient.Object{budgeted.budgetObject(), stateful.placementObject()}
 		for _, w := range ws {
@@ -141,12 +152,20 @@ func (e *env) steps(ctx context.Context, h *History, ws []*workload) {
 		}
 		return nil
 	})
-	e.step(ctx, h, ws, "in-place update", ws, budgeted, func(ctx context.Context) error {
-		return e.changeAll(ctx, ws, func(o ctrlclient.Object) { podTemplate(o).Spec.Containers[0].Image = "app:2" })
+}
+
+// cycle runs the workloads through their life once, one step after
+// another: an in-place update, a ReCreate update, a scale-in and back,
+// evictions and a drain. It says whether every step finished.
+func (e *env) cycle(ctx context.Context, h *History, ws []*workload, n int) bool {
+	hooked, budgeted, stateful := ws[0], ws[1], ws[2]
+	release := strconv.Itoa(n + 1)
+	e.step(ctx, h, ws, "in-place update "+release, ws, budgeted, func(ctx context.Context) error {
+		return e.changeAll(ctx, ws, func(o ctrlclient.Object) { podTemplate(o).Spec.Containers[0].Image = "app:" + release })
 	})
-	e.step(ctx, h, ws, "ReCreate update", ws[:3], budgeted, func(ctx context.Context) error {
+	e.step(ctx, h, ws, "ReCreate update "+release, ws[:3], budgeted, func(ctx context.Context) error {
 		return e.changeAll(ctx, ws[:3], func(o ctrlclient.Object) {
-			podTemplate(o).Spec.Containers[0].Env = []corev1.EnvVar{{Name: "RELEASE", Value: "2"}}
+			podTemplate(o).Spec.Containers[0].Env = []corev1.EnvVar{{Name: "RELEASE", Value: release}}
 		})
 	})
 	scale := func(name string, sizes map[*workload]int32, budgetsOnly *workload) {
@@ -160,13 +179,19 @@ func (e *env) steps(ctx context.Context, h *History, ws []*workload) {
 			return nil
 		})
 	}
-	scale("scale in", map[*workload]int32{hooked: e.cfg.hooked * 3 / 4, budgeted: e.cfg.budgeted * 3 / 4, stateful: e.cfg.stateful - 2}, budgeted)
-	scale("scale out", map[*workload]int32{hooked: e.cfg.hooked, budgeted: e.cfg.budgeted, stateful: e.cfg.stateful}, nil)
-	e.step(ctx, h, ws, "evictions and a drain", nil, budgeted, func(ctx context.Context) error {
+	scale("scale in "+release, map[*workload]int32{hooked: e.cfg.hooked * 3 / 4, budgeted: e.cfg.budgeted * 3 / 4, stateful: e.cfg.stateful - 2}, budgeted)
+	scale("scale out "+release, map[*workload]int32{hooked: e.cfg.hooked, budgeted: e.cfg.budgeted, stateful: e.cfg.stateful}, nil)
+	e.step(ctx, h, ws, "evictions and a drain "+release, nil, budgeted, func(ctx context.Context) error {
 		e.evict(ctx, budgeted, 2*budgeted.budget)
 		e.evict(ctx, hooked, 3)
 		return e.drain(ctx, e.busiestNode(ctx, hooked, budgeted))
 	})
+	for _, p := range h.Phases {
+		if !p.Done {
+			return false
+		}
+	}
+	return true
 }
 
 // step acts, then waits until every workload has settled, and records how

@@ -67,7 +67,7 @@ type env struct {
 // behind a balancer that reach the API server through a delaying proxy,
 // an etcd registry and the bridge, and starts recording.
 func start(t *testing.T, cfg config) *env {
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
 	dir, err := os.MkdirTemp("", "lifeline-chaos-")
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +117,11 @@ func start(t *testing.T, cfg config) *env {
 		t.Fatal(err)
 	}
 	e.managers = [2]*cluster.Lifeline{first, e.replicas.Second}
+	t.Cleanup(func() {
+		e.procs.Lock()
+		defer e.procs.Unlock()
+		_ = e.replicas.Stop(context.Background(), e.c) // its balancer lives in this process
+	})
 	e.ns = e.namespace(ctx)
 	if e.registry, err = e.c.StartEtcdRegistry(ctx, "registry"); err != nil {
 		t.Fatal(err)
@@ -130,6 +135,7 @@ func start(t *testing.T, cfg config) *env {
 		t.Fatal(err)
 	}
 	e.etcd, e.reg = e.etcdClient(e.c.EtcdURL), e.etcdClient(e.registry.Endpoint)
+	t.Cleanup(cancel) // the recorder's watches end before their clients close
 	if err := e.rec.WatchPods(ctx, e.etcd, e.ns); err != nil {
 		t.Fatal(err)
 	}
