@@ -5,16 +5,26 @@
 GO ?= go
 DEVCTL := $(GO) run ./hack/devctl
 # Modules besides the main one that make vet and make test cover: the
-# public API module and the tools modules with tests of their own.
+# public API module, the kubectl plugin and the tools modules with tests of
+# their own.
 # (hack/kruisevectors, which builds OpenKruise, runs only by hand.)
-SUBMODULES := api pkg hack/tools/kwok
+SUBMODULES := api pkg hack/tools/kwok cmd/kubectl-lifeline
 
 .PHONY: all
 all: build
 
 .PHONY: build
-build: ## Build every binary of the main module into bin/.
+build: ## Build every binary into bin/: the main module's and the kubectl plugin (its own module).
 	$(GO) build -o bin/ ./cmd/...
+	cd cmd/kubectl-lifeline && $(GO) build -o ../../bin/ .
+
+.PHONY: plugin
+plugin: ## Install kubectl-lifeline into GOBIN (kubectl finds it on PATH as kubectl lifeline).
+	cd cmd/kubectl-lifeline && $(GO) install .
+
+.PHONY: krew
+krew: ## Build kubectl-lifeline's release archives and render .krew.yaml against them into bin/krew (TAG names the release).
+	$(GO) run ./hack/krew -out bin/krew $(if $(TAG),-tag=$(TAG))
 
 .PHONY: images
 images: ## Build the manager and bridge images as tarballs in bin/images, without Docker (REGISTRY, TAG to name them).

@@ -25,7 +25,8 @@ type binary struct {
 	module    string // module whose version keys the cache
 	goPackage string // package to build
 	// onDemand binaries are built by Binary when first asked for, not by
-	// Binaries for every cluster: only the migration tests run OpenKruise.
+	// Binaries for every cluster: only the migration tests run OpenKruise,
+	// only the krew manifest test runs krew.
 	onDemand bool
 }
 
@@ -40,6 +41,7 @@ var binaries = []binary{
 	{"consul", "hack/tools/consul", "github.com/hashicorp/consul", "github.com/hashicorp/consul", false},
 	{"helm", "hack/tools/helm", "helm.sh/helm/v4", "helm.sh/helm/v4/cmd/helm", false},
 	{"kruise-manager", "hack/tools/kruise", "github.com/openkruise/kruise", "github.com/openkruise/kruise", true},
+	{"krew", "hack/tools/krew", "sigs.k8s.io/krew", "sigs.k8s.io/krew/cmd/krew", true},
 }
 
 // BinaryNames lists every binary Binary can return.

@@ -189,7 +189,7 @@ func (l Life) RefreshInPlace(pod *corev1.Pod, updateRevision string) (Action, bo
 	case pub.LifecycleStatePreparingUpdate:
 		// Rolled back while held: the pod is at the update revision again,
 		// so there is nothing left to update.
-		if !AtRevision(pod, updateRevision) {
+		if !podfacts.AtRevision(pod, updateRevision) {
 			return nil, false, nil
 		}
 		next := pub.LifecycleStateNormal

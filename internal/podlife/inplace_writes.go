@@ -45,7 +45,7 @@ func (l Life) inPlaceWrites(pod *corev1.Pod, rev string, change *InPlaceChange) 
 		w.SetLabel(k, v)
 	}
 	w.SetLabel(appsv1.ControllerRevisionHashLabelKey, rev)
-	w.SetLabel(appsv1.DefaultDeploymentUniqueLabelKey, ShortHash(rev))
+	w.SetLabel(appsv1.DefaultDeploymentUniqueLabelKey, podfacts.ShortHash(rev))
 	w.SetLabel(pub.LifecycleStateKey, string(pub.LifecycleStateUpdating))
 	for k, v := range change.Annotations {
 		w.SetAnnotation(k, v)

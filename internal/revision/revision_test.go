@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/podlife"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 // The vector OpenKruise's own code gives (reference §3.8): a template of one
@@ -56,7 +56,7 @@ func TestNameAndShortHash(t *testing.T) {
 	for i := range long {
 		long[i] = 'a'
 	}
-	if n := Name(string(long), "abc"); len(n) != 223+4 || podlife.ShortHash(n) != "abc" {
-		t.Errorf("long name %d chars, short hash %s", len(n), podlife.ShortHash(n))
+	if n := Name(string(long), "abc"); len(n) != 223+4 || podfacts.ShortHash(n) != "abc" {
+		t.Errorf("long name %d chars, short hash %s", len(n), podfacts.ShortHash(n))
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
-	"github.com/lifeline-k8s/lifeline/internal/podlife"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 // Store reads and writes a workload's ControllerRevisions: the one place
@@ -90,13 +90,13 @@ func (s Store) Create(ctx context.Context, src Source, cr *appsv1.ControllerRevi
 
 // Truncate deletes the oldest revisions no pod uses beyond limit.
 func (s Store) Truncate(ctx context.Context, revs *Revisions, pods []*corev1.Pod, limit int) error {
-	live := map[string]bool{podlife.ShortHash(revs.Current.Name): true, podlife.ShortHash(revs.Update.Name): true}
+	live := map[string]bool{podfacts.ShortHash(revs.Current.Name): true, podfacts.ShortHash(revs.Update.Name): true}
 	for _, pod := range pods {
-		live[podlife.ShortHash(pod.Labels[appsv1.ControllerRevisionHashLabelKey])] = true
+		live[podfacts.ShortHash(pod.Labels[appsv1.ControllerRevisionHashLabelKey])] = true
 	}
 	var dead []*appsv1.ControllerRevision
 	for _, cr := range revs.All {
-		if !live[podlife.ShortHash(cr.Name)] {
+		if !live[podfacts.ShortHash(cr.Name)] {
 			dead = append(dead, cr)
 		}
 	}

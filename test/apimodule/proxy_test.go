@@ -16,35 +16,22 @@ import (
 )
 
 // publish lays out dir as a module proxy (GOPROXY's file:// form) holding
-// this repository's API and SDK modules as a release would publish them: a
-// zip, go.mod and info of each, and that version as @latest, the SDK's
-// go.mod requiring the API at it. It returns the proxy's URL.
+// this repository's public modules as a release would publish them: the
+// API, the SDK and the kubectl plugin, a zip, go.mod and info of each, and
+// that version as @latest, each go.mod requiring the others at it. It
+// returns the proxy's URL.
 //
-// The version is a pseudo-version named after the two trees' contents: the
-// go command keeps what it once fetched at a version for good (the module
+// The version is a pseudo-version named after the trees' contents: the go
+// command keeps what it once fetched at a version for good (the module
 // cache, and the file lists of its build cache), so a working tree
 // published again at the same version would be read as the old one.
 func publish(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	version := contentVersion(t, repoDir(t, "api"), repoDir(t, "pkg"))
-	sdk := t.TempDir()
-	if err := os.CopyFS(sdk, os.DirFS(repoDir(t, "pkg"))); err != nil {
-		t.Fatal(err)
-	}
-	f := parseMod(t, filepath.Join(sdk, "go.mod"))
-	if err := f.AddRequire(apiModule, version); err != nil {
-		t.Fatal(err)
-	}
-	f.Cleanup()
-	sdkMod, err := f.Format()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(sdk, "go.mod"), sdkMod, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for path, src := range map[string]string{apiModule: repoDir(t, "api"), sdkModule: sdk} {
+	version := contentVersion(t, repoDir(t, "api"), repoDir(t, "pkg"), repoDir(t, pluginDir))
+	modules := map[string]string{apiModule: repoDir(t, "api"), sdkModule: released(t, repoDir(t, "pkg"), version),
+		pluginModule: released(t, repoDir(t, pluginDir), version)}
+	for path, src := range modules {
 		base := filepath.Join(dir, filepath.FromSlash(path), "@v")
 		if err := os.MkdirAll(base, 0o755); err != nil {
 			t.Fatal(err)
@@ -77,6 +64,38 @@ func publish(t *testing.T) string {
 		}
 	}
 	return "file://" + filepath.ToSlash(dir)
+}
+
+// released copies the module in src as its release is cut: its
+// requirements of Lifeline's other modules at version, no workspace.
+func released(t *testing.T, src, version string) string {
+	t.Helper()
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ws := range []string{"go.work", "go.work.sum"} {
+		if err := os.Remove(filepath.Join(dst, ws)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	f := parseMod(t, filepath.Join(dst, "go.mod"))
+	for _, r := range f.Require {
+		if strings.HasPrefix(r.Mod.Path, "github.com/lifeline-k8s/lifeline/") {
+			if err := f.AddRequire(r.Mod.Path, version); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f.Cleanup()
+	mod, err := f.Format()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, "go.mod"), mod, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }
 
 // contentVersion is a pseudo-version whose revision part hashes every

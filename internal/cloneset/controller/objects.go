@@ -12,7 +12,6 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
-	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/internal/revision"
 	"github.com/lifeline-k8s/lifeline/internal/workloadspec"
 )
@@ -54,7 +53,7 @@ func newPod(cs *appsv1alpha1.CloneSet, cr *appsv1.ControllerRevision, id string,
 	}
 	pod.Labels[appsv1alpha1.CloneSetInstanceID] = id
 	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = cr.Name
-	pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = podlife.ShortHash(cr.Name)
+	pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = podfacts.ShortHash(cr.Name)
 	pod.Labels[pub.LifecycleStateKey] = string(state)
 	pod.Annotations[pub.LifecycleTimestampKey] = now.Format(time.RFC3339)
 	// A gate the template declares already (as OpenKruise's in-place

@@ -12,8 +12,8 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/internal/revision"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 func TestNewPodAndPVCs(t *testing.T) {
@@ -50,7 +50,7 @@ func TestNewPodAndPVCs(t *testing.T) {
 		"app":                                  "web",
 		appsv1alpha1.CloneSetInstanceID:        "x7k2p",
 		appsv1.ControllerRevisionHashLabelKey:  cr.Name,
-		appsv1.DefaultDeploymentUniqueLabelKey: podlife.ShortHash(cr.Name),
+		appsv1.DefaultDeploymentUniqueLabelKey: podfacts.ShortHash(cr.Name),
 		pub.LifecycleStateKey:                  "PreparingNormal",
 	}
 	for k, v := range want {

@@ -5,7 +5,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/internal/workloadref"
 
 	corev1 "k8s.io/api/core/v1"
@@ -105,7 +104,7 @@ func countPods(pods []*corev1.Pod, updateRevision string, view DiffView, podsToD
 	var c podCounts
 	c.total = len(pods)
 	for _, pod := range pods {
-		updated := podlife.AtRevision(pod, updateRevision) || (view == ScalingView && podfacts.State(pod) == pub.LifecycleStatePreparingUpdate)
+		updated := podfacts.AtRevision(pod, updateRevision) || (view == ScalingView && podfacts.State(pod) == pub.LifecycleStatePreparingUpdate)
 		if !updated {
 			c.old++
 		}

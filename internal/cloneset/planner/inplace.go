@@ -8,6 +8,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 // inPlaceUpdate decides what happens to a pod picked for update under an
@@ -40,7 +41,7 @@ func inPlaceUpdate(s Snapshot, pod *corev1.Pod, preDelete *pub.LifecycleHook) (p
 // templates, matching full name or short hash.
 func revisionOf(pod *corev1.Pod, templates map[string]*corev1.PodTemplateSpec) string {
 	for name := range templates {
-		if podlife.AtRevision(pod, name) {
+		if podfacts.AtRevision(pod, name) {
 			return name
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
-	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/internal/updatesort"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
@@ -230,7 +229,7 @@ func LimitUpdate(candidates, all []*corev1.Pod, updateNum, maxUnavailable int, t
 	for _, p := range all {
 		if !podfacts.IsAvailable(p, minReadySeconds, now) {
 			unavailable++
-			if podlife.AtRevision(p, target) {
+			if podfacts.AtRevision(p, target) {
 				targetUnavailable++
 			}
 		}

@@ -64,7 +64,7 @@ func scale(s Snapshot, p *Plan, podsToDelete map[string]bool) []podlife.Action {
 	if d.ScaleDownNum > 0 {
 		var old, updated []*corev1.Pod
 		for _, pod := range s.Pods {
-			if podlife.AtRevision(pod, s.UpdateRevision) {
+			if podfacts.AtRevision(pod, s.UpdateRevision) {
 				updated = append(updated, pod)
 			} else {
 				old = append(old, pod)

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
@@ -29,7 +28,7 @@ func Status(s Snapshot, previous appsv1alpha1.CloneSetStatus, collisionCount int
 	minReady := cs.Spec.MinReadySeconds
 	for _, pod := range s.Pods {
 		st.Replicas++
-		ready, available, updated := podfacts.IsReady(pod, 0, s.Now), podfacts.IsAvailable(pod, minReady, s.Now), podlife.AtRevision(pod, s.UpdateRevision)
+		ready, available, updated := podfacts.IsReady(pod, 0, s.Now), podfacts.IsAvailable(pod, minReady, s.Now), podfacts.AtRevision(pod, s.UpdateRevision)
 		if ready {
 			st.ReadyReplicas++
 		}

@@ -40,7 +40,7 @@ func update(s Snapshot, d Diffs) ([]podlife.Action, error) {
 	}
 	var candidates []*corev1.Pod
 	for _, pod := range s.Pods {
-		if !podlife.AtRevision(pod, s.UpdateRevision) && podfacts.State(pod) != pub.LifecycleStatePreparingDelete {
+		if !podfacts.AtRevision(pod, s.UpdateRevision) && podfacts.State(pod) != pub.LifecycleStatePreparingDelete {
 			candidates = append(candidates, pod)
 		}
 	}

@@ -14,8 +14,8 @@ import (
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/daemonset/planner"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
-	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/internal/revision"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 var kind = appsv1beta1.GroupVersion.WithKind("DaemonSet")
@@ -103,7 +103,7 @@ func hashOf(cr *appsv1.ControllerRevision) string {
 	if h := cr.Labels[appsv1.ControllerRevisionHashLabelKey]; h != "" {
 		return h
 	}
-	return podlife.ShortHash(cr.Name)
+	return podfacts.ShortHash(cr.Name)
 }
 
 // waitForCache waits while the cache does not show this controller's own

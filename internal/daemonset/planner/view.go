@@ -86,7 +86,7 @@ func newView(s Snapshot) *view {
 // updated reports whether the pod is at the update revision: its hash
 // label, or the native DaemonSet's older template-generation label.
 func (v *view) updated(pod *corev1.Pod) bool {
-	if podlife.AtRevision(pod, v.s.UpdateHash) {
+	if podfacts.AtRevision(pod, v.s.UpdateHash) {
 		return true
 	}
 	gen, ok := v.s.Set.Annotations[TemplateGenerationAnnotation]
@@ -127,7 +127,7 @@ func (v *view) burst() int {
 
 // revisionHash is a pod's revision by short hash.
 func revisionHash(pod *corev1.Pod) string {
-	return podlife.ShortHash(pod.Labels[appsv1.ControllerRevisionHashLabelKey])
+	return podfacts.ShortHash(pod.Labels[appsv1.ControllerRevisionHashLabelKey])
 }
 
 // nodeReason names a node in an action's reason.

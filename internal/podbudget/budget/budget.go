@@ -25,10 +25,10 @@ import (
 const (
 	// DeletionTimeout is how long a pod admitted for deletion or eviction
 	// counts as disrupted while the controller has not seen it go.
-	DeletionTimeout = 20 * time.Second
+	DeletionTimeout = policyv1beta1.DisruptedPodTimeout
 	// UpdateTimeout is how long a pod admitted for an update counts as
 	// unavailable before its readiness decides again.
-	UpdateTimeout = 10 * time.Second
+	UpdateTimeout = policyv1beta1.UnavailablePodTimeout
 	// MaxRecords bounds disruptedPods plus unavailablePods: beyond it the
 	// controller is too far behind to admit more.
 	MaxRecords = 2000

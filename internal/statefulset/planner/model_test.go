@@ -245,7 +245,7 @@ func (m *model) check(s Snapshot, p Plan) error {
 // above partition (ordered update), unless someone asked to delete it.
 func (m *model) checkUpdateTarget(v *view, pod *corev1.Pod, rank map[int]int, partition int) error {
 	ord, _ := Ordinal(m.set.Name, pod.Name)
-	if !v.ords.InRange(ord) || finished(pod) || podlife.AtRevision(pod, m.update) {
+	if !v.ords.InRange(ord) || finished(pod) || podfacts.AtRevision(pod, m.update) {
 		return nil
 	}
 	if _, specified := pod.Labels["apps.kruise.io/specified-delete"]; specified {
@@ -341,7 +341,7 @@ func (m *model) converged() bool {
 		if p == nil || !Healthy(p) {
 			return false
 		}
-		if i >= partition && !podlife.AtRevision(p, m.update) {
+		if i >= partition && !podfacts.AtRevision(p, m.update) {
 			return false
 		}
 	}
@@ -355,7 +355,7 @@ func (m *model) describePods() string {
 		if p == nil {
 			continue
 		}
-		flags := podlife.ShortHash(p.Labels[appsv1.ControllerRevisionHashLabelKey])
+		flags := podfacts.ShortHash(p.Labels[appsv1.ControllerRevisionHashLabelKey])
 		if p.DeletionTimestamp != nil {
 			flags += ",term"
 		}

@@ -32,7 +32,7 @@ func Status(s Snapshot, collisionCount *int32, selector string) appsv1beta1.Stat
 		st.Replicas++
 		ready := pod.Status.Phase == corev1.PodRunning && podfacts.HasReadyCondition(pod)
 		available := podfacts.IsAvailable(pod, minReady, s.Now)
-		updated := podlife.AtRevision(pod, s.UpdateRevision)
+		updated := podfacts.AtRevision(pod, s.UpdateRevision)
 		if ready {
 			st.ReadyReplicas++
 		}
@@ -42,7 +42,7 @@ func Status(s Snapshot, collisionCount *int32, selector string) appsv1beta1.Stat
 		if pod.DeletionTimestamp != nil {
 			continue
 		}
-		if podlife.AtRevision(pod, s.CurrentRevision) {
+		if podfacts.AtRevision(pod, s.CurrentRevision) {
 			st.CurrentReplicas++
 		}
 		if updated {

@@ -35,7 +35,7 @@ func newRevisionPicker(v *view) *revisionPicker {
 		r.rank[ord] = i
 	}
 	for _, pod := range v.slots {
-		if !podlife.AtRevision(pod, v.s.UpdateRevision) {
+		if !podfacts.AtRevision(pod, v.s.UpdateRevision) {
 			r.old++
 		}
 	}
@@ -131,7 +131,7 @@ func update(s Snapshot, v *view, p *Plan) ([]podlife.Action, error) {
 	// A pod held in PreparingUpdate that the update no longer includes
 	// (the partition moved past it) goes back to Normal.
 	for _, pod := range v.descending() {
-		if podfacts.State(pod) == pub.LifecycleStatePreparingUpdate && !podlife.AtRevision(pod, s.UpdateRevision) && !slices.Contains(targets, pod) {
+		if podfacts.State(pod) == pub.LifecycleStatePreparingUpdate && !podfacts.AtRevision(pod, s.UpdateRevision) && !slices.Contains(targets, pod) {
 			actions = append(actions, v.callOff(pod))
 		}
 	}
@@ -145,7 +145,7 @@ func update(s Snapshot, v *view, p *Plan) ([]podlife.Action, error) {
 		for _, pod := range v.descending() {
 			if updating(pod) {
 				targets = nil
-				if !podlife.AtRevision(pod, s.UpdateRevision) && slices.Contains(v.targets(ru, replicas), pod) {
+				if !podfacts.AtRevision(pod, s.UpdateRevision) && slices.Contains(v.targets(ru, replicas), pod) {
 					targets = []*corev1.Pod{pod}
 				}
 				break
@@ -153,7 +153,7 @@ func update(s Snapshot, v *view, p *Plan) ([]podlife.Action, error) {
 		}
 	}
 	for _, pod := range targets {
-		if podlife.AtRevision(pod, s.UpdateRevision) {
+		if podfacts.AtRevision(pod, s.UpdateRevision) {
 			continue
 		}
 		if down() >= budget && !unavailable[pod] {
@@ -271,7 +271,7 @@ func (v *view) targets(ru *appsv1beta1.RollingUpdateStatefulSetStrategy, replica
 	}
 	var done, waiting []*corev1.Pod
 	for _, pod := range v.descending() {
-		if podlife.AtRevision(pod, v.s.UpdateRevision) || pod.DeletionTimestamp != nil {
+		if podfacts.AtRevision(pod, v.s.UpdateRevision) || pod.DeletionTimestamp != nil {
 			done = append(done, pod)
 		} else {
 			waiting = append(waiting, pod)
@@ -300,7 +300,7 @@ func (v *view) descending() []*corev1.Pod {
 func (v *view) outdated() int {
 	n := 0
 	for _, pod := range v.slots {
-		if !podlife.AtRevision(pod, v.s.UpdateRevision) {
+		if !podfacts.AtRevision(pod, v.s.UpdateRevision) {
 			n++
 		}
 	}
@@ -311,7 +311,7 @@ func (v *view) outdated() int {
 // templates.
 func revisionOf(pod *corev1.Pod, templates map[string]*corev1.PodTemplateSpec) string {
 	for name := range templates {
-		if podlife.AtRevision(pod, name) {
+		if podfacts.AtRevision(pod, name) {
 			return name
 		}
 	}

@@ -1,4 +1,4 @@
-package podlife
+package podfacts
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
