@@ -19,6 +19,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
@@ -327,4 +328,42 @@ func TestPluginRolloutVerbs(t *testing.T) {
 	if out, err := runPlugin(t, ns, "status", "clone/missing"); err == nil || !strings.Contains(out, "not found") {
 		t.Errorf("status of a missing CloneSet: %v\n%s", err, out)
 	}
+}
+
+// TestPluginAdvancedStatefulSetAndDaemonSet: the same views and verbs on
+// the other two workloads: status names a pod held by its preDelete hook
+// in an Advanced StatefulSet's scale-down, and pause, resume and undo move
+// an Advanced DaemonSet's update (its pause lives in rollingUpdate).
+func TestPluginAdvancedStatefulSetAndDaemonSet(t *testing.T) {
+	ns := newNamespace(t)
+	sts := newAdvancedStatefulSet(ns, "plugin-db", 2, "Parallel")
+	sts.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{held: "true"}}}
+	sts.Spec.Template.Labels[held] = "true"
+	create(t, sts)
+	waitAdvancedStatefulSet(t, sts, "2 pods available", stsSettled(2))
+	mustContain(t, "status", kubectlLifeline(t, ns, "status", "asts/"+sts.Name), "successfully rolled out")
+	updateAdvancedStatefulSet(t, sts, func(s *appsv1beta1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })
+	pod := sts.Name + "-1"
+	_, remedy := blockerFor(t, ns, "asts/"+sts.Name, pod, "HookHeld")
+	byHand(t, remedy)
+	rolledOut(t, ns, "asts/"+sts.Name)
+
+	daemonNodes(t, ns, ns+"-a", ns+"-b")
+	ds := newAdvancedDaemonSet(ns, "plugin-agent")
+	create(t, ds)
+	waitAdvancedDaemonSet(t, ds, "a pod on each node", dsSettled(2))
+	ref := "ads/" + ds.Name
+	mustContain(t, "pause", kubectlLifeline(t, ns, "rollout", "pause", ref), ref+" paused")
+	updateAdvancedDaemonSet(t, ds, func(s *appsv1beta1.DaemonSet) { s.Spec.Template.Spec.Containers[0].Image = "agent:2" })
+	eventually(t, time.Minute, "status says paused", func(context.Context) (bool, string, error) {
+		s := pluginStatusOf(t, ns, ref)
+		return len(s.Blockers) == 1 && s.Blockers[0].Reason == "Paused" && s.Progress.Updated == 0, fmt.Sprintf("%+v", s), nil
+	})
+	mustContain(t, "resume", kubectlLifeline(t, ns, "rollout", "resume", ref), ref+" resumed")
+	rolledOut(t, ns, ref)
+	mustContain(t, "undo", kubectlLifeline(t, ns, "rollout", "undo", ref), ref+" rolled back to revision 1")
+	waitAdvancedDaemonSet(t, ds, "back on agent:1", func(s *appsv1beta1.DaemonSet) bool {
+		return s.Spec.Template.Spec.Containers[0].Image == "agent:1" && dsSettled(2)(s)
+	})
+	rolledOut(t, ns, ref)
 }

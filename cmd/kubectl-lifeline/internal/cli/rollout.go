@@ -21,6 +21,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/diagnose"
 	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/workload"
+	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 // rolloutCmd is kubectl-kruise's rollout verbs for the kinds kubectl
@@ -179,10 +180,10 @@ func history(revs []appsv1.ControllerRevision, w workload.Rollout) []revisionRow
 				row.Images = append(row.Images, c.Image)
 			}
 		}
-		switch cr.Name {
-		case w.Status.UpdateRevision:
+		switch {
+		case sameRevision(cr.Name, w.Status.UpdateRevision):
 			row.Role = "(update revision)"
-		case w.Status.CurrentRevision:
+		case sameRevision(cr.Name, w.Status.CurrentRevision):
 			row.Role = "(current revision)"
 		}
 		out = append(out, row)
@@ -266,7 +267,7 @@ func rollbackTarget(revs []appsv1.ControllerRevision, w workload.Rollout, to int
 		return nil, fmt.Errorf("%s has no revision %d (kubectl lifeline rollout history %s lists them)", w.Ref(), to, w.Ref())
 	}
 	for i := len(revs) - 1; i >= 0; i-- {
-		if revs[i].Name != w.Status.UpdateRevision {
+		if !sameRevision(revs[i].Name, w.Status.UpdateRevision) {
 			return &revs[i], nil
 		}
 	}
@@ -331,6 +332,12 @@ func nested(path []string, v any) []byte {
 	}
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// sameRevision compares revisions by their short hash: an Advanced
+// DaemonSet's status names its update revision by the hash alone.
+func sameRevision(name, status string) bool {
+	return status != "" && podfacts.ShortHash(name) == podfacts.ShortHash(status)
 }
 
 func orDash(s string) string {

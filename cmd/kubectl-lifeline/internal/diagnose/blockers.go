@@ -34,9 +34,18 @@ func blockers(s Snapshot, pods, unavailable, outdated []*corev1.Pod, p Progress)
 			Message: fmt.Sprintf("the update is paused with %d pods still at the old revision", pending),
 			Remedy:  "kubectl lifeline rollout resume " + w.Ref()})
 	}
-	if !w.Paused && pending > 0 && p.Unavailable >= p.MaxUnavailable {
+	// The pods that wait for their turn: outdated and still available
+	// (an unavailable one is already on its way, or has a line of its own).
+	turn := int32(0)
+	for _, pod := range outdated {
+		if podfacts.IsAvailable(pod, w.MinReadySeconds, s.Now) {
+			turn++
+		}
+	}
+	turn = min(turn, pending)
+	if !w.Paused && turn > 0 && p.Unavailable >= p.MaxUnavailable {
 		out = append(out, Blocker{Reason: "MaxUnavailable",
-			Message: fmt.Sprintf("maxUnavailable %d is used up by %s (%s); %s at the old revision wait for their turn", p.MaxUnavailable, count(int(p.Unavailable), "unavailable pod"), podList(unavailable, 5), count(int(pending), "pod")),
+			Message: fmt.Sprintf("maxUnavailable %d is used up by %s (%s); %s at the old revision waiting for a turn", p.MaxUnavailable, count(int(p.Unavailable), "unavailable pod"), podList(unavailable, 5), count(int(turn), "pod")),
 			Remedy:  "the update goes on as those pods become available (see each below); or raise the update strategy's maxUnavailable"})
 	}
 	listed := map[string]bool{}

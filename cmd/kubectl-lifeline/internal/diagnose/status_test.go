@@ -1,0 +1,126 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
+	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/workload"
+)
+
+var now = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+
+const fin = "example.com/drain"
+
+var hook = &pub.LifecycleHook{LabelsHandler: map[string]string{"h": "1"}, FinalizersHandler: []string{fin}}
+
+// daemon is an Advanced DaemonSet on 2 nodes: its status names the update
+// revision by its short hash, its pods carry the hash.
+func daemon() workload.Rollout {
+	d := &appsv1beta1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent", Generation: 2},
+		Spec: appsv1beta1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
+			Lifecycle: &pub.Lifecycle{PreDelete: hook, InPlaceUpdate: hook},
+			UpdateStrategy: appsv1beta1.DaemonSetUpdateStrategy{RollingUpdate: &appsv1beta1.RollingUpdateDaemonSet{
+				MaxUnavailable: ptr.To(intstr.FromString("50%")), Partition: ptr.To(intstr.FromInt32(0))}}},
+		Status: appsv1beta1.DaemonSetStatus{DesiredNumberScheduled: 2, ObservedGeneration: 2, UpdateRevision: "9f8e"}}
+	return workload.FromDaemonSet(d)
+}
+
+func dpod(name, hash string, opts ...func(*corev1.Pod)) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)),
+		Labels:      map[string]string{"app": "agent", "controller-revision-hash": hash, "h": "1"},
+		Annotations: map[string]string{pub.LifecycleTimestampKey: now.Add(-time.Minute).Format(time.RFC3339)}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	for _, o := range opts {
+		o(&p)
+	}
+	return p
+}
+
+func state(s pub.LifecycleStateType) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Labels[pub.LifecycleStateKey] = string(s) }
+}
+
+// TestStatusReasons: which pod each situation names and why, and the
+// remedy's command where there is one.
+func TestStatusReasons(t *testing.T) {
+	cases := []struct {
+		name    string
+		pods    []corev1.Pod
+		budgets []policyv1beta1.PodUnavailableBudget
+		paused  bool
+		done    bool
+		want    []string // pod:reason, in order
+		remedy  string   // in the first pod blocker's remedy
+	}{
+		{name: "rolled out, short hash matches", pods: []corev1.Pod{dpod("a", "agent-9f8e"), dpod("b", "9f8e")}, done: true},
+		{name: "held by the finalizer alone", pods: []corev1.Pod{dpod("a", "9f8e"), dpod("b", "old", state(pub.LifecycleStatePreparingDelete), func(p *corev1.Pod) {
+			delete(p.Labels, "h")
+			p.Finalizers = []string{"other", fin}
+		})}, want: []string{"b:HookHeld"}, remedy: `"path":"/metadata/finalizers/1"`},
+		{name: "a pod of the old revision waits its turn and says nothing", pods: []corev1.Pod{dpod("a", "old"), dpod("b", "old")}},
+		{name: "unscheduled pod", pods: []corev1.Pod{dpod("a", "9f8e"), dpod("b", "9f8e", func(p *corev1.Pod) {
+			p.Status.Phase = corev1.PodPending
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "0/3 nodes are available"}}
+		})}, want: []string{"b:NotScheduled"}},
+		{name: "terminating pod kept by a finalizer", pods: []corev1.Pod{dpod("a", "9f8e"), dpod("b", "9f8e"), dpod("c", "old", func(p *corev1.Pod) {
+			p.DeletionTimestamp = ptr.To(metav1.NewTime(now.Add(-time.Hour)))
+			p.Finalizers = []string{"x"}
+		})}, want: []string{"c:Terminating"}},
+		{name: "paused", paused: true, pods: []corev1.Pod{dpod("a", "old"), dpod("b", "old")}, want: []string{":Paused"}},
+		{name: "budget refusing an outdated pod", pods: []corev1.Pod{dpod("a", "9f8e"), dpod("b", "old")},
+			budgets: []policyv1beta1.PodUnavailableBudget{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"},
+				Spec: policyv1beta1.PodUnavailableBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}}}}},
+			want: []string{"b:BudgetRefusing"}, remedy: "kubectl lifeline budget pub/b"},
+		{name: "a budget that ignores the pod does not hold it", pods: []corev1.Pod{dpod("a", "9f8e"), dpod("b", "old")},
+			budgets: []policyv1beta1.PodUnavailableBudget{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"},
+				Spec: policyv1beta1.PodUnavailableBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
+					IgnoredPodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}}}}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := daemon()
+			w.Paused = c.paused
+			v := Status(Snapshot{Now: now, Workload: w, Pods: c.pods, Budgets: c.budgets})
+			var got []string
+			for _, b := range v.Blockers {
+				got = append(got, b.Pod+":"+b.Reason)
+			}
+			if v.Done != c.done || strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("done %t blockers %v, want done %t blockers %v\n%+v", v.Done, got, c.done, c.want, v)
+			}
+			if c.remedy != "" {
+				for _, b := range v.Blockers {
+					if b.Pod != "" && !strings.Contains(b.Remedy, c.remedy) {
+						t.Errorf("remedy %q lacks %q", b.Remedy, c.remedy)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestAdaptersResolveTheRolloutLimits(t *testing.T) {
+	d := daemon()
+	if d.Replicas != 2 || d.MaxUnavailable != 1 || d.Ref() != "ads/agent" {
+		t.Errorf("daemon: %+v", d)
+	}
+	cs := workload.FromCloneSet(&appsv1beta1.CloneSet{Spec: appsv1beta1.CloneSetSpec{Replicas: ptr.To[int32](10),
+		UpdateStrategy: appsv1beta1.CloneSetUpdateStrategy{RollingUpdate: &appsv1beta1.RollingUpdateCloneSetStrategy{Partition: ptr.To(intstr.FromString("25%"))}}}})
+	// OpenKruise rounds a partition up and defaults maxUnavailable to 20%.
+	if cs.Partition != 3 || cs.MaxUnavailable != 2 {
+		t.Errorf("cloneset partition %d maxUnavailable %d, want 3 and 2", cs.Partition, cs.MaxUnavailable)
+	}
+	sts := workload.FromStatefulSet(&appsv1beta1.StatefulSet{Spec: appsv1beta1.StatefulSetSpec{Replicas: ptr.To[int32](3)}})
+	if sts.MaxUnavailable != 1 || sts.Replicas != 3 || sts.Strategy != "RollingUpdate" {
+		t.Errorf("statefulset: %+v", sts)
+	}
+}
