@@ -52,6 +52,8 @@ type Options struct {
 	// FeatureGates, if set, is passed to kube-apiserver and
 	// kube-controller-manager as --feature-gates.
 	FeatureGates string
+	// Profile is how long the simulated kubelets take; Instant when empty.
+	Profile Profile
 }
 
 // Cluster is a running local control plane with simulated nodes.

@@ -25,8 +25,12 @@ func (c *Cluster) startNodes(ctx context.Context, opts Options) error {
 	if err := kwokDeletesByUID(ctx, client); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.progress, "starting kwok with %d nodes\n", opts.Nodes)
-	if err := c.startKwok(Instant); err != nil {
+	profile := opts.Profile
+	if profile == "" {
+		profile = Instant
+	}
+	fmt.Fprintf(c.progress, "starting kwok with %d nodes, %s kubelets\n", opts.Nodes, profile)
+	if err := c.startKwok(profile); err != nil {
 		return err
 	}
 	for i := 0; i < opts.Nodes; i++ {

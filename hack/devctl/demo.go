@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -31,9 +32,11 @@ import (
 
 // devEnv is a running make dev, as the demo reaches it.
 type devEnv struct {
-	k8s  client.Client
+	k8s  client.WithWatch
 	etcd *clientv3.Client
 	out  io.Writer
+	// dir is make dev's folder; kubeconfig its kubeconfig.
+	dir, kubeconfig string
 }
 
 func openDev(args []string, name string) (*devEnv, error) {
@@ -56,7 +59,7 @@ func openDev(args []string, name string) (*devEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	k8s, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	k8s, err := client.NewWithWatch(cfg, client.Options{Scheme: manager.Scheme()})
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +71,7 @@ func openDev(args []string, name string) (*devEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &devEnv{k8s: k8s, etcd: etcd, out: os.Stdout}, nil
+	return &devEnv{k8s: k8s, etcd: etcd, out: os.Stdout, dir: *devDir, kubeconfig: filepath.Join(*devDir, "kubeconfig")}, nil
 }
 
 // registry prints the demo pods next to the registry, once.
@@ -92,29 +95,33 @@ func demo(ctx context.Context, args []string) error {
 	const lifecycleDemo, preNormalDemo, orderedDemo = "cloneset-lifecycle-demo", "cloneset-prenormal-demo", "statefulset-lifecycle-demo"
 	const agentDemo = "daemonset-node-agent-demo"
 	steps := []struct {
-		title string
-		run   func(context.Context) error
+		title, ref string
+		run        func(context.Context) error
 	}{
-		{"scale-up: seed 002's CloneSet gets one more pod; it is registered before it becomes Normal",
+		{"scale-up: seed 002's CloneSet gets one more pod; it is registered before it becomes Normal", "clone/" + preNormalDemo,
 			env.cloneSet(preNormalDemo, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To(*c.Spec.Replicas + 1) })},
-		{"in-place update: seed 001's pods leave the registry, get the new image, and come back",
+		{"in-place update: seed 001's pods leave the registry, get the new image, and come back", "clone/" + lifecycleDemo,
 			env.cloneSet(lifecycleDemo, func(c *appsv1alpha1.CloneSet) {
 				c.Spec.Template.Spec.Containers[0].Image = otherImage(&c.Spec.Template)
 			})},
-		{"in-place update of an Advanced StatefulSet: seed 001's hooks, the same bridge, ordered pods",
+		{"in-place update of an Advanced StatefulSet: seed 001's hooks, the same bridge, ordered pods", "asts/" + orderedDemo,
 			env.statefulSet(orderedDemo, func(s *appsv1beta1.StatefulSet) {
 				s.Spec.Template.Spec.Containers[0].Image = otherImage(&s.Spec.Template)
 			})},
-		{"rolling update of an Advanced DaemonSet node agent: node by node, each pod leaves the registry before it goes",
+		{"rolling update of an Advanced DaemonSet node agent: node by node, each pod leaves the registry before it goes", "ads/" + agentDemo,
 			env.daemonSet(agentDemo, func(s *appsv1beta1.DaemonSet) {
 				s.Spec.Template.Spec.Containers[0].Image = otherImage(&s.Spec.Template)
 			})},
-		{"ReCreate update: seed 002's pods are replaced; each leaves the registry before it goes",
+		{"ReCreate update: seed 002's pods are replaced; each leaves the registry before it goes", "clone/" + preNormalDemo,
 			env.cloneSet(preNormalDemo, func(c *appsv1alpha1.CloneSet) {
 				c.Spec.Template.Spec.Containers[0].Image = otherImage(&c.Spec.Template)
 			})},
-		{"scale-down: seed 002's CloneSet loses a pod, unregistered before it is deleted",
+		{"scale-down: seed 002's CloneSet loses a pod, unregistered before it is deleted", "clone/" + preNormalDemo,
 			env.cloneSet(preNormalDemo, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To(max(*c.Spec.Replicas-1, 1)) })},
+	}
+	plugin, err := env.buildPlugin(ctx)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintln(env.out, "== before")
 	if err := env.show(ctx); err != nil {
@@ -122,14 +129,52 @@ func demo(ctx context.Context, args []string) error {
 	}
 	for i, s := range steps {
 		fmt.Fprintf(env.out, "\n== step %d: %s\n", i+1, s.title)
-		if err := s.run(ctx); err != nil {
+		fmt.Fprintln(env.out, "-- timeline (seconds since the step began)")
+		tl, err := env.follow(ctx)
+		if err != nil {
 			return err
 		}
+		err = s.run(ctx)
+		tl.end()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.out, "-- kubectl lifeline status %s\n", s.ref)
+		if err := env.status(ctx, plugin, s.ref); err != nil {
+			return err
+		}
+		fmt.Fprintln(env.out, pods)
 		if err := env.show(ctx); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// pods heads the table of pods and registry entries after each step.
+const pods = "-- pods and registry"
+
+// buildPlugin builds kubectl-lifeline (its own module) into make dev's
+// folder, for the status view after each step.
+func (e *devEnv) buildPlugin(ctx context.Context) (string, error) {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(e.dir, "bin", "kubectl-lifeline")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	build.Dir = filepath.Join(root, "cmd", "kubectl-lifeline")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building kubectl-lifeline: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// status prints the plugin's status view of ref.
+func (e *devEnv) status(ctx context.Context, plugin, ref string) error {
+	cmd := exec.CommandContext(ctx, plugin, "--kubeconfig", e.kubeconfig, "-n", "demo", "status", ref)
+	cmd.Stdout, cmd.Stderr = e.out, e.out
+	return cmd.Run()
 }
 
 // cloneSet is a step that changes the demo CloneSet name and waits until

@@ -21,6 +21,7 @@ import (
 func up(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	nodes := fs.Int("nodes", 3, "number of simulated nodes")
+	profile := fs.String("profile", string(cluster.Realistic), "how long the simulated kubelets take: realistic (pods start in about 1 s, in-place restarts take 1 s, termination 2 s, so make demo's steps take visible time) or instant")
 	devDir := fs.String("dir", "", "folder for the kubeconfig, the ready marker and the cluster (default .dev in the repository)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -32,10 +33,13 @@ func up(ctx context.Context, args []string) error {
 	if *devDir == "" {
 		*devDir = filepath.Join(root, ".dev")
 	}
-	return serve(ctx, root, *devDir, *nodes)
+	if p := cluster.Profile(*profile); p != cluster.Realistic && p != cluster.Instant {
+		return fmt.Errorf("-profile %q: want realistic or instant", *profile)
+	}
+	return serve(ctx, root, *devDir, *nodes, cluster.Profile(*profile))
 }
 
-func serve(ctx context.Context, root, devDir string, nodes int) error {
+func serve(ctx context.Context, root, devDir string, nodes int, profile cluster.Profile) error {
 	ready := filepath.Join(devDir, "ready")
 	_ = os.Remove(ready)
 	// Each run starts from a clean cluster folder: the previous run's
@@ -47,7 +51,7 @@ func serve(ctx context.Context, root, devDir string, nodes int) error {
 		return err
 	}
 
-	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(devDir, "cluster"), Nodes: nodes, Progress: os.Stdout})
+	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(devDir, "cluster"), Nodes: nodes, Profile: profile, Progress: os.Stdout})
 	if err != nil {
 		return err
 	}
@@ -106,7 +110,8 @@ Try:
 The seeds' service registry is an etcd at %[4]s (also in
 %[5]s); lifeline-bridge keeps it in step with the demo pods:
   make registry   # the demo pods' lifecycle states next to their registry entries
-  make demo       # scale up, update in place (a CloneSet, an Advanced StatefulSet), ReCreate, scale down: the registry at each step
+  make demo       # scale up, update in place (a CloneSet, an Advanced StatefulSet), ReCreate, scale down: each step's timeline
+  kubectl lifeline status clone/cloneset-lifecycle-demo -n demo   # after make plugin: why a rollout waits
 `, kubeconfig, kubectl, filepath.Join(c.Dir, "logs"), registry.Endpoint, filepath.Join(devDir, "registry-endpoint"))
 
 	// Stay up until interrupted, or until a component dies: a cluster

@@ -120,11 +120,29 @@ func TestMakeDevComesUpAndTearsDownWhole(t *testing.T) {
 	if len(steps) != 7 {
 		t.Fatalf("devctl demo showed %d steps, want 6:\n%s", len(steps)-1, shown)
 	}
-	for _, step := range steps[1:] {
-		for _, line := range strings.Split(strings.TrimSpace(step), "\n")[2:] {
+	for i, step := range steps[1:] {
+		title := strings.SplitN(step, "\n", 2)[0]
+		timeline, rest, ok1 := strings.Cut(step, "-- kubectl lifeline status ")
+		status, table, ok2 := strings.Cut(rest, "-- pods and registry\n")
+		if !ok1 || !ok2 {
+			t.Fatalf("step %q lacks its timeline, status or table:\n%s", title, step)
+		}
+		if !strings.Contains(timeline, "every entry was written for a Ready pod") {
+			t.Errorf("step %q: the registry held an unready pod, or the timeline says nothing of it:\n%s", title, timeline)
+		}
+		if !strings.Contains(status, "successfully rolled out") {
+			t.Errorf("step %q: the status view after it:\n%s", title, status)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(table), "\n")[1:] {
 			if f := strings.Fields(line); len(f) < 5 || f[1] != "Normal" || f[2] != "true" || !strings.Contains(line, " at "+f[3]) {
-				t.Errorf("after step %q: %q is not Normal, Ready and registered at its revision", strings.SplitN(step, "\n", 2)[0], line)
+				t.Errorf("after step %q: %q is not Normal, Ready and registered at its revision", title, line)
 			}
+		}
+		// The in-place step shows a pod's whole journey, in order, and its
+		// registry entry going and coming back (the registry's watch is a
+		// stream of its own, so only its lines' presence is judged).
+		if i == 1 {
+			checkJourney(t, timeline)
 		}
 	}
 
@@ -168,4 +186,34 @@ func processesMentioning(t *testing.T, s string) []string {
 func readFile(path string) string {
 	data, _ := os.ReadFile(path)
 	return string(data)
+}
+
+// checkJourney finds the first pod the in-place step picks and checks that
+// the timeline shows its states and readiness in order, and its entry
+// leaving and coming back to the registry.
+func checkJourney(t *testing.T, timeline string) {
+	t.Helper()
+	var pod string
+	var steps []string
+	for _, line := range strings.Split(timeline, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[1] != "pod" {
+			continue
+		}
+		if pod == "" && strings.HasSuffix(line, "Normal → PreparingUpdate") {
+			pod = f[2]
+		}
+		if f[2] == pod {
+			steps = append(steps, strings.Join(f[3:], " "))
+		}
+	}
+	want := []string{"Normal → PreparingUpdate", "Ready true → false", "PreparingUpdate → Updating", "Updating → Updated", "Ready false → true", "Updated → Normal"}
+	if strings.Join(steps, "; ") != strings.Join(want, "; ") {
+		t.Errorf("pod %s's journey: %q, want %q\n%s", pod, steps, want, timeline)
+	}
+	for _, entry := range []string{"− " + pod, "+ " + pod + " ("} {
+		if !strings.Contains(timeline, entry) {
+			t.Errorf("the timeline lacks the registry line %q\n%s", entry, timeline)
+		}
+	}
 }

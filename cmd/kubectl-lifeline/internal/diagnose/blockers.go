@@ -197,21 +197,25 @@ func operatorTrouble(pod *corev1.Pod) string {
 // the SDK (pkg/hook.AnnotationPrefix).
 const hookPrefix = "hook.lifeline.dev/"
 
+// terminating is a pod whose deletion takes longer than it should: kept by
+// finalizers, or past its grace period with slack for a slow node. The
+// deletion timestamp is when the grace period ends.
 func terminating(pod *corev1.Pod, now time.Time) *Blocker {
-	since := pod.DeletionTimestamp.Time
-	b := &Blocker{Pod: pod.Name, Reason: "Terminating", Since: &since, For: duration.HumanDuration(now.Sub(since))}
 	grace := time.Duration(0)
 	if pod.DeletionGracePeriodSeconds != nil {
 		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
 	}
-	if len(pod.Finalizers) > 0 {
+	since := pod.DeletionTimestamp.Add(-grace)
+	b := &Blocker{Pod: pod.Name, Reason: "Terminating", Since: &since, For: duration.HumanDuration(now.Sub(since))}
+	switch {
+	case len(pod.Finalizers) > 0:
 		b.Message = "terminating, kept by finalizers " + strings.Join(pod.Finalizers, ", ")
 		b.Remedy = "whoever set those finalizers removes them once done with the pod"
-		return b
-	}
-	b.Message = fmt.Sprintf("terminating (grace period %s)", grace)
-	if now.Sub(since) > grace+30*time.Second {
+	case now.After(pod.DeletionTimestamp.Add(30 * time.Second)):
+		b.Message = fmt.Sprintf("terminating, %s past its grace period of %s", duration.HumanDuration(now.Sub(pod.DeletionTimestamp.Time)), grace)
 		b.Remedy = "its node has not confirmed the stop: check the node (kubectl get node " + pod.Spec.NodeName + ")"
+	default:
+		return nil
 	}
 	return b
 }

@@ -114,7 +114,9 @@ func Status(s Snapshot) StatusView {
 	}
 	p.Unavailable = int32(len(unavailable))
 	v.Progress, v.States = p, stateGroups(groups)
-	v.Done = p.ObservedGeneration >= p.Generation && p.UpdateRevision != "" && p.Pods == p.Replicas && p.Terminating == 0 &&
+	// Terminating pods are on their way out, as kubectl rollout status
+	// counts them; one that stays is named below if it blocks.
+	v.Done = p.ObservedGeneration >= p.Generation && p.UpdateRevision != "" && p.Pods == p.Replicas &&
 		p.UpdatedAvailable >= p.ExpectedUpdated && p.Unavailable == 0
 	v.Controller = controllerWaits(w.Conditions)
 	v.Warnings = warnings(s)

@@ -71,7 +71,11 @@ func TestStatusReasons(t *testing.T) {
 			p.Status.Phase = corev1.PodPending
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "0/3 nodes are available"}}
 		})}, want: []string{"b:NotScheduled"}},
-		{name: "terminating pod kept by a finalizer", pods: []corev1.Pod{dpod("a", "9f8e"), dpod("b", "9f8e"), dpod("c", "old", func(p *corev1.Pod) {
+		{name: "rolled out while an old pod terminates", pods: []corev1.Pod{dpod("a", "9f8e"), dpod("b", "9f8e"), dpod("c", "old", func(p *corev1.Pod) {
+			p.DeletionTimestamp = ptr.To(metav1.NewTime(now.Add(20 * time.Second)))
+			p.DeletionGracePeriodSeconds = ptr.To[int64](30)
+		})}, done: true},
+		{name: "terminating pod kept by a finalizer, its replacement not yet made", pods: []corev1.Pod{dpod("a", "9f8e"), dpod("c", "old", func(p *corev1.Pod) {
 			p.DeletionTimestamp = ptr.To(metav1.NewTime(now.Add(-time.Hour)))
 			p.Finalizers = []string{"x"}
 		})}, want: []string{"c:Terminating"}},
