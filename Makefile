@@ -38,6 +38,10 @@ dev: ## Run a local cluster with Lifeline and the demo; Ctrl-C tears it down.
 demo: ## With make dev running: walk the seed scenario, showing the service registry at each step.
 	$(DEVCTL) demo
 
+.PHONY: dashboard
+dashboard: ## With make dev running: run the demo under a Prometheus (built from its pinned module) and print what each query of the Grafana dashboard returns.
+	$(DEVCTL) dashboard
+
 .PHONY: registry
 registry: ## With make dev running: show the demo pods next to the service registry.
 	$(DEVCTL) registry

@@ -26,7 +26,7 @@ type binary struct {
 	goPackage string // package to build
 	// onDemand binaries are built by Binary when first asked for, not by
 	// Binaries for every cluster: only the migration tests run OpenKruise,
-	// only the krew manifest test runs krew.
+	// only the krew manifest test runs krew, only make dashboard Prometheus.
 	onDemand bool
 }
 
@@ -42,6 +42,7 @@ var binaries = []binary{
 	{"helm", "hack/tools/helm", "helm.sh/helm/v4", "helm.sh/helm/v4/cmd/helm", false},
 	{"kruise-manager", "hack/tools/kruise", "github.com/openkruise/kruise", "github.com/openkruise/kruise", true},
 	{"krew", "hack/tools/krew", "sigs.k8s.io/krew", "sigs.k8s.io/krew/cmd/krew", true},
+	{"prometheus", "hack/tools/prometheus", "github.com/prometheus/prometheus", "github.com/prometheus/prometheus/cmd/prometheus", true},
 }
 
 // BinaryNames lists every binary Binary can return.

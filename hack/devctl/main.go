@@ -6,6 +6,7 @@
 //	devctl up             run the local cluster for make dev (see up.go)
 //	devctl demo           walk make dev's seed scenario, showing the registry at each step (see demo.go)
 //	devctl registry       show make dev's demo pods next to the service registry
+//	devctl dashboard      run the demo under a Prometheus and evaluate the Grafana dashboard's queries (see dashboard.go)
 package main
 
 import (
@@ -35,7 +36,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: devctl bin NAME | envtest | up | demo | registry")
+		return fmt.Errorf("usage: devctl bin NAME | envtest | up | demo | registry | dashboard")
 	}
 	switch args[0] {
 	case "bin":
@@ -59,6 +60,8 @@ func run(ctx context.Context, args []string) error {
 		return demo(ctx, args[1:])
 	case "registry":
 		return registry(ctx, args[1:])
+	case "dashboard":
+		return dashboard(ctx, args[1:])
 	default:
 		return fmt.Errorf("unknown subcommand %q", args[0])
 	}

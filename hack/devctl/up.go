@@ -69,7 +69,8 @@ func serve(ctx context.Context, root, devDir string, nodes int, profile cluster.
 		return fmt.Errorf("installing CRDs: %w", err)
 	}
 	fmt.Println("building and starting lifeline-manager")
-	if _, err := c.StartLifeline(ctx, cluster.LifelineOptions{Root: root, Dir: devDir}); err != nil {
+	manager, err := c.StartLifeline(ctx, cluster.LifelineOptions{Root: root, Dir: devDir})
+	if err != nil {
 		return err
 	}
 	kubectl := c.Binaries["kubectl"]
@@ -80,8 +81,13 @@ func serve(ctx context.Context, root, devDir string, nodes int, profile cluster.
 		return fmt.Errorf("applying samples: %w", err)
 	}
 
-	registry, err := startRegistryBridge(ctx, c, root, devDir)
+	registry, bridge, err := startRegistryBridge(ctx, c, root, devDir)
 	if err != nil {
+		return err
+	}
+	// What make dashboard scrapes: each process's metrics endpoint.
+	targets := fmt.Sprintf("lifeline-manager %s\nlifeline-bridge %s\n", manager.MetricsURL, bridge.MetricsURL)
+	if err := os.WriteFile(filepath.Join(devDir, "metrics-targets"), []byte(targets), 0o644); err != nil {
 		return err
 	}
 
@@ -136,23 +142,24 @@ func copyFile(from, to string) error {
 // startRegistryBridge runs the seeds' service-discovery centre (an etcd of
 // its own, its endpoint written to registry-endpoint) and lifeline-bridge
 // against it for the demo namespace.
-func startRegistryBridge(ctx context.Context, c *cluster.Cluster, root, devDir string) (*cluster.Registry, error) {
+func startRegistryBridge(ctx context.Context, c *cluster.Cluster, root, devDir string) (*cluster.Registry, *cluster.Bridge, error) {
 	fmt.Println("starting the service registry (etcd) and lifeline-bridge")
 	registry, err := c.StartEtcdRegistry(ctx, "registry")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := os.WriteFile(filepath.Join(devDir, "registry-endpoint"), []byte(registry.Endpoint+"\n"), 0o644); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	config := filepath.Join(devDir, "bridge.yaml")
 	text := fmt.Sprintf("# lifeline-bridge for make dev: every CloneSet and Advanced StatefulSet of the demo namespace.\n"+
 		"name: registry\nnamespace: demo\nworkloads: [{kind: CloneSet}, {kind: StatefulSet}, {kind: DaemonSet}]\nport: 80\ntimeout: 1m\netcd: {endpoints: [%q], prefix: /services}\n", registry.Endpoint)
 	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if _, err := c.StartBridge(ctx, cluster.BridgeOptions{Root: root, Dir: devDir, Config: config}); err != nil {
-		return nil, err
+	bridge, err := c.StartBridge(ctx, cluster.BridgeOptions{Root: root, Dir: devDir, Config: config})
+	if err != nil {
+		return nil, nil, err
 	}
-	return registry, nil
+	return registry, bridge, nil
 }
