@@ -85,13 +85,7 @@ func TestChaos(t *testing.T) {
 	for _, w := range ws {
 		h.Workloads = append(h.Workloads, w.Workload)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go e.supervise(ctx)
-
-	e.mu.Lock()
-	e.began = time.Now()
-	e.mu.Unlock()
+	ctx, cancel := e.begin(t)
 	planDone := make(chan struct{})
 	go func() {
 		defer close(planDone)

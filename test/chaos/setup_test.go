@@ -168,9 +168,23 @@ func (e *env) namespace(ctx context.Context) string {
 	return ns.Name
 }
 
+// begin starts the run: its clock, and the supervisor, which stops at
+// cancel or when the test ends, before the cluster's own clean-up.
+func (e *env) begin(t *testing.T) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go e.supervise(ctx)
+	e.mu.Lock()
+	e.began = time.Now()
+	e.mu.Unlock()
+	return ctx, cancel
+}
+
 // supervise starts again, as a kubelet would, every manager replica and
 // the bridge that exited (a leader that lost its lease exits), until ctx
-// ends.
+// ends. It holds procs while it restarts one, up to restart's 3 minutes:
+// a fault waits for the cluster to be whole again rather than striking a
+// process that is half started.
 func (e *env) supervise(ctx context.Context) {
 	for ctx.Err() == nil {
 		e.procs.Lock()

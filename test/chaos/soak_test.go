@@ -61,12 +61,7 @@ func TestSoak(t *testing.T) {
 	}
 	sc := soakFromEnv()
 	e := start(t, config{name: "soak-" + sc.name, nodes: sc.nodes, deadline: sc.deadline})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go e.supervise(ctx)
-	e.mu.Lock()
-	e.began = time.Now()
-	e.mu.Unlock()
+	ctx, _ := e.begin(t)
 	h := &History{NodeZones: e.nodeZones()}
 	var ws []*workload
 	for i := range sc.cloneSets {
@@ -164,10 +159,13 @@ func (e *env) waitAll(ctx context.Context, ws []*workload, name string) Phase {
 			why = err.Error()
 			return false, nil
 		}
-		ok := map[string]int{}
+		ok, spec := map[string]int{}, map[string]string{}
+		for _, w := range ws {
+			spec[w.Name] = "main=" + podTemplate(w.obj).Spec.Containers[0].Image
+		}
 		for i := range list.Items {
 			p := &list.Items[i]
-			if r := RevOf(p, time.Time{}, false); r.Available() && r.Spec == "main="+imageOf(ws, r.Workload) {
+			if r := RevOf(p, time.Time{}, false); r.Available() && r.Spec == spec[r.Workload] {
 				ok[r.Workload]++
 			}
 			if p.DeletionTimestamp == nil {
@@ -184,15 +182,6 @@ func (e *env) waitAll(ctx context.Context, ws []*workload, name string) Phase {
 	})
 	e.logf("%s: %v in %.1fs", name, err == nil, time.Since(from).Seconds())
 	return Phase{Name: name, Took: time.Since(from), Done: err == nil, Why: why}
-}
-
-func imageOf(ws []*workload, name string) string {
-	for _, w := range ws {
-		if w.Name == name {
-			return podTemplate(w.obj).Spec.Containers[0].Image
-		}
-	}
-	return ""
 }
 
 // measure runs f and reports what the leading manager spent meanwhile:
