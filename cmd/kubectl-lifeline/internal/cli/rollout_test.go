@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/diagnose"
 	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/workload"
 )
 
@@ -45,5 +46,23 @@ func TestRollbackTarget(t *testing.T) {
 func TestNestedMergePatch(t *testing.T) {
 	if got := string(nested([]string{"spec", "updateStrategy", "rollingUpdate", "paused"}, true)); got != `{"spec":{"updateStrategy":{"rollingUpdate":{"paused":true}}}}` {
 		t.Errorf("patch %s", got)
+	}
+}
+
+func TestWatchIgnoresTheClock(t *testing.T) {
+	v := diagnose.StatusView{Summary: "1 of 2 pods updated", Blockers: []diagnose.Blocker{{Pod: "a", Reason: "MinReadySeconds", Message: "Ready, available in 12s (minReadySeconds 30)", For: "18s"}},
+		Warnings: []diagnose.Event{{Reason: "X", Age: "5s"}}}
+	later := v
+	later.Blockers = []diagnose.Blocker{{Pod: "a", Reason: "MinReadySeconds", Message: "Ready, available in 10s (minReadySeconds 30)", For: "20s"}}
+	later.Warnings = []diagnose.Event{{Reason: "X", Age: "7s"}}
+	if changeKey(v) != changeKey(later) {
+		t.Error("the view counts as changed when only time passed")
+	}
+	later.Blockers[0].Reason = "NotReady"
+	if changeKey(v) == changeKey(later) {
+		t.Error("a new reason does not count as a change")
+	}
+	if v.Blockers[0].For != "18s" {
+		t.Error("changeKey changed the view it was given")
 	}
 }

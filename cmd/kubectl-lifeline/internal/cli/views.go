@@ -1,9 +1,11 @@
 package cli
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"regexp"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -54,8 +56,8 @@ func (o *options) statusCmd() *cobra.Command {
 	return cmd
 }
 
-// watch prints the status view each time its text changes, with the time
-// it was seen, until ctx ends.
+// watch prints the status view each time it changes, with the time it was
+// seen, until ctx ends.
 func (s *session) watch(ctx context.Context, interval time.Duration, view func() (diagnose.StatusView, error)) error {
 	var last string
 	tick := time.NewTicker(interval)
@@ -65,15 +67,12 @@ func (s *session) watch(ctx context.Context, interval time.Duration, view func()
 		if err != nil {
 			return err
 		}
-		var b bytes.Buffer
-		p := s.printer
-		p.Out = &b
-		if err := p.Status(v); err != nil {
-			return err
-		}
-		if b.String() != last {
-			last = b.String()
-			fmt.Fprintf(s.printer.Out, "--- %s\n%s", s.now().Format(time.TimeOnly), last)
+		if key := changeKey(v); key != last {
+			last = key
+			fmt.Fprintf(s.printer.Out, "--- %s\n", s.now().Format(time.TimeOnly))
+			if err := s.printer.Status(v); err != nil {
+				return err
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -82,6 +81,26 @@ func (s *session) watch(ctx context.Context, interval time.Duration, view func()
 		}
 	}
 }
+
+// changeKey is what a change of the view is judged by: everything but the
+// durations, which change every second without anything happening.
+func changeKey(v diagnose.StatusView) string {
+	v.Blockers = slices.Clone(v.Blockers)
+	for i := range v.Blockers {
+		v.Blockers[i].For, v.Blockers[i].Since = "", nil
+		v.Blockers[i].Message = durations.ReplaceAllString(v.Blockers[i].Message, "")
+	}
+	v.Warnings = slices.Clone(v.Warnings)
+	for i := range v.Warnings {
+		v.Warnings[i].Age = ""
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// durations are the human durations a message may hold ("available in
+// 12s").
+var durations = regexp.MustCompile(`\b\d+(d|h|m|s)(\d+(h|m|s))?\b`)
 
 func (o *options) explainCmd() *cobra.Command {
 	cmd := &cobra.Command{
