@@ -143,8 +143,8 @@ type Pause struct {
 
 // AuditWrite is a write request the API server's audit log recorded.
 type AuditWrite struct {
-	At                              time.Time
-	UserAgent, Verb, Resource, Name string
+	At                                           time.Time
+	UserAgent, Verb, Resource, Subresource, Name string
 }
 
 // History is everything a run recorded.

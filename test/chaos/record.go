@@ -195,7 +195,7 @@ func ReadAuditWrites(path, agent string) ([]AuditWrite, error) {
 			Verb      string `json:"verb"`
 			UserAgent string `json:"userAgent"`
 			ObjectRef struct {
-				Resource, Name string
+				Resource, Subresource, Name string
 			} `json:"objectRef"`
 			Received time.Time `json:"requestReceivedTimestamp"`
 		}
@@ -208,7 +208,8 @@ func ReadAuditWrites(path, agent string) ([]AuditWrite, error) {
 			continue
 		}
 		if ev.Stage == "ResponseComplete" && strings.HasPrefix(ev.UserAgent, agent) {
-			out = append(out, AuditWrite{At: ev.Received, UserAgent: ev.UserAgent, Verb: ev.Verb, Resource: ev.ObjectRef.Resource, Name: ev.ObjectRef.Name})
+			out = append(out, AuditWrite{At: ev.Received, UserAgent: ev.UserAgent, Verb: ev.Verb,
+				Resource: ev.ObjectRef.Resource, Subresource: ev.ObjectRef.Subresource, Name: ev.ObjectRef.Name})
 		}
 	}
 	return out, s.Err()

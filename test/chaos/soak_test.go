@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +34,20 @@ func soakFromEnv() soakConfig {
 	if os.Getenv("LIFELINE_SOAK") == "full" {
 		return soakConfig{name: "full", legs: []int{1000, 10000}, cloneSets: 50, budgets: 20, idle: 10 * time.Minute, nodes: 10, deadline: 30 * time.Minute}
 	}
-	return soakConfig{name: "short", legs: []int{100, 250}, cloneSets: 50, budgets: 20, idle: 20 * time.Second, nodes: 3, deadline: 5 * time.Minute}
+	sc := soakConfig{name: "short", legs: []int{100, 250}, cloneSets: 50, budgets: 20, idle: 20 * time.Second, nodes: 3, deadline: 5 * time.Minute}
+	// LIFELINE_SOAK_LEGS=1000 runs the short soak at other sizes, to look
+	// at one without the full run's hour.
+	if v := os.Getenv("LIFELINE_SOAK_LEGS"); v != "" {
+		sc.name, sc.legs, sc.nodes, sc.deadline = "legs "+v, nil, 10, 30*time.Minute
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < sc.cloneSets {
+				panic(fmt.Sprintf("LIFELINE_SOAK_LEGS=%q: want pod counts of at least %d, comma-separated", v, sc.cloneSets))
+			}
+			sc.legs = append(sc.legs, n)
+		}
+	}
+	return sc
 }
 
 // usage is what the leading manager spent over a stretch of time.
@@ -48,6 +63,11 @@ type leg struct {
 	pods            int
 	idle, update    usage
 	settled, rolled time.Duration
+	// rollout is when the rollout ran, to attribute the manager's writes.
+	rollout struct{ from, to time.Time }
+	// writes counts the manager's writes during the rollout by verb and
+	// resource, from the API server's audit log.
+	writes map[string]int
 }
 
 // TestSoak holds many CloneSets and budgets at rest, then rolls all of
@@ -82,6 +102,13 @@ func TestSoak(t *testing.T) {
 	}
 	h.End = time.Now()
 	h.Pods = e.rec.Pods()
+	writes, err := ReadAuditWrites(e.audit, "lifeline-manager/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range legs {
+		legs[i].writes = writesBetween(writes, legs[i].rollout.from, legs[i].rollout.to)
+	}
 	violations := Check(h)
 	t.Log(soakReport(sc, legs, len(h.Pods), violations))
 	for _, v := range violations {
@@ -122,6 +149,7 @@ func (e *env) soakLeg(ctx context.Context, h *History, ws []*workload, sc soakCo
 		phase = e.waitAll(ctx, ws, fmt.Sprintf("%d pods rolled out", pods))
 	})
 	l.rolled = time.Since(from)
+	l.rollout.from, l.rollout.to = from, time.Now()
 	h.Phases = append(h.Phases, phase)
 	for _, w := range ws {
 		h.Windows = append(h.Windows, Window{Workload: w.Name, From: from, To: time.Now(), Replicas: int(w.replicas), Limit: w.maxUnavailable, Why: "its maxUnavailable"})
@@ -238,6 +266,37 @@ func soakReport(sc soakConfig, legs []leg, writes int, violations []Violation) s
 			fmt.Fprintf(&b, "%8d %-8s %7.0fs %10.3f %12.1f %12.1f %7d MiB\n", l.pods, p.name, p.u.took.Seconds(), p.u.cpu, p.u.reconciles, p.u.requests, p.u.peakRSS>>20)
 		}
 	}
+	for _, l := range legs {
+		fmt.Fprintf(&b, "%8d rollout: the manager's writes per pod:", l.pods)
+		keys := make([]string, 0, len(l.writes))
+		total := 0
+		for k, n := range l.writes {
+			keys = append(keys, k)
+			total += n
+		}
+		sort.Slice(keys, func(i, j int) bool { return l.writes[keys[i]] > l.writes[keys[j]] })
+		for _, k := range keys {
+			fmt.Fprintf(&b, " %s %.2f,", k, float64(l.writes[k])/float64(l.pods))
+		}
+		fmt.Fprintf(&b, " in all %.2f\n", float64(total)/float64(l.pods))
+	}
 	fmt.Fprintf(&b, "pod writes recorded: %d; invariant violations: %d\n", writes, len(violations))
 	return b.String()
+}
+
+// writesBetween counts the writes in [from, to] by verb and resource
+// (with its subresource).
+func writesBetween(writes []AuditWrite, from, to time.Time) map[string]int {
+	out := map[string]int{}
+	for _, w := range writes {
+		if w.At.Before(from) || w.At.After(to) {
+			continue
+		}
+		r := w.Resource
+		if w.Subresource != "" {
+			r += "/" + w.Subresource
+		}
+		out[w.Verb+" "+r]++
+	}
+	return out
 }
