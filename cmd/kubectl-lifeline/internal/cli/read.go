@@ -18,31 +18,39 @@ import (
 	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/workload"
 )
 
-// readWorkload reads the workload kind/name and everything its status
-// view needs.
-func (s *session) readWorkload(ctx context.Context, k workload.Kind, name string) (diagnose.Snapshot, client.Object, error) {
+// readObject reads the workload kind/name alone: what the rollout verbs
+// need.
+func (s *session) readObject(ctx context.Context, k workload.Kind, name string) (workload.Rollout, client.Object, error) {
 	obj := k.New()
 	if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, obj); err != nil {
-		return diagnose.Snapshot{}, nil, err
+		return workload.Rollout{}, nil, err
 	}
-	w := k.Read(obj)
+	return k.Read(obj), obj, nil
+}
+
+// readWorkload reads the workload kind/name and everything its status
+// view needs: its pods, the namespace's budgets, the events about them.
+func (s *session) readWorkload(ctx context.Context, k workload.Kind, name string) (diagnose.Snapshot, error) {
+	w, _, err := s.readObject(ctx, k, name)
+	if err != nil {
+		return diagnose.Snapshot{}, err
+	}
 	snap := diagnose.Snapshot{Now: s.now(), Workload: w}
 	pods := &corev1.PodList{}
 	if err := s.c.List(ctx, pods, client.InNamespace(s.namespace), client.MatchingLabelsSelector{Selector: w.Selector}); err != nil {
-		return snap, obj, err
+		return snap, err
 	}
 	for _, p := range pods.Items {
 		if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == w.UID {
 			snap.Pods = append(snap.Pods, p)
 		}
 	}
-	var err error
 	if snap.Budgets, err = s.budgets(ctx); err != nil {
-		return snap, obj, err
+		return snap, err
 	}
 	events, err := s.events(ctx)
 	if err != nil {
-		return snap, obj, err
+		return snap, err
 	}
 	refs := map[string]bool{w.Kind + "/" + w.Name: true}
 	for _, p := range snap.Pods {
@@ -53,7 +61,7 @@ func (s *session) readWorkload(ctx context.Context, k workload.Kind, name string
 			snap.Events = append(snap.Events, e)
 		}
 	}
-	return snap, obj, nil
+	return snap, nil
 }
 
 // budgets lists the namespace's PodUnavailableBudgets; none when the CRD

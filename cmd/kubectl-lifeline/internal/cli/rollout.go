@@ -66,7 +66,7 @@ func (o *options) rolloutStatusCmd() *cobra.Command {
 		}
 		last := ""
 		for {
-			snap, _, err := s.readWorkload(ctx, k, name)
+			snap, err := s.readWorkload(ctx, k, name)
 			if err != nil {
 				if ctx.Err() != nil {
 					return fmt.Errorf("timed out waiting for the rollout: %s", last)
@@ -93,6 +93,16 @@ func (o *options) rolloutStatusCmd() *cobra.Command {
 		}
 	})
 	return cmd
+}
+
+// readRevisions reads the workload kind/name and its revisions.
+func (s *session) readRevisions(ctx context.Context, k workload.Kind, name string) (workload.Rollout, client.Object, []appsv1.ControllerRevision, error) {
+	w, obj, err := s.readObject(ctx, k, name)
+	if err != nil {
+		return w, nil, nil, err
+	}
+	revs, err := s.revisions(ctx, w.UID)
+	return w, obj, revs, err
 }
 
 // revisions lists the workload's ControllerRevisions, oldest first.
@@ -134,12 +144,7 @@ func (o *options) historyCmd() *cobra.Command {
 	}
 	cmd.Flags().Int64Var(&revision, "revision", 0, "print the pod template of this revision")
 	cmd.RunE = o.workloadVerb(func(ctx context.Context, s *session, k workload.Kind, name string) error {
-		snap, _, err := s.readWorkload(ctx, k, name)
-		if err != nil {
-			return err
-		}
-		w := snap.Workload
-		revs, err := s.revisions(ctx, w.UID)
+		w, _, revs, err := s.readRevisions(ctx, k, name)
 		if err != nil {
 			return err
 		}
@@ -222,12 +227,7 @@ func (o *options) undoCmd() *cobra.Command {
 	}
 	cmd.Flags().Int64Var(&to, "to-revision", 0, "the revision to roll back to (0: the one before the update revision)")
 	cmd.RunE = o.workloadVerb(func(ctx context.Context, s *session, k workload.Kind, name string) error {
-		snap, obj, err := s.readWorkload(ctx, k, name)
-		if err != nil {
-			return err
-		}
-		w := snap.Workload
-		revs, err := s.revisions(ctx, w.UID)
+		w, obj, revs, err := s.readRevisions(ctx, k, name)
 		if err != nil {
 			return err
 		}
@@ -282,19 +282,19 @@ func (o *options) pauseCmd(pause bool) *cobra.Command {
 	}
 	cmd := &cobra.Command{Use: verb + " (clone|asts|ads)/NAME", Short: short, Args: cobra.RangeArgs(1, 2)}
 	cmd.RunE = o.workloadVerb(func(ctx context.Context, s *session, k workload.Kind, name string) error {
-		snap, obj, err := s.readWorkload(ctx, k, name)
+		w, obj, err := s.readObject(ctx, k, name)
 		if err != nil {
 			return err
 		}
-		if snap.Workload.Paused == pause {
-			fmt.Fprintf(s.printer.Out, "%s is already %s\n", snap.Workload.Ref(), done)
+		if w.Paused == pause {
+			fmt.Fprintf(s.printer.Out, "%s is already %s\n", w.Ref(), done)
 			return nil
 		}
 		patch := nested(k.PausedPath, pause)
 		if err := s.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			return err
 		}
-		fmt.Fprintf(s.printer.Out, "%s %s\n", snap.Workload.Ref(), done)
+		fmt.Fprintf(s.printer.Out, "%s %s\n", w.Ref(), done)
 		return nil
 	})
 	return cmd
@@ -307,7 +307,7 @@ func (o *options) restartCmd() *cobra.Command {
 		Args:  cobra.RangeArgs(1, 2),
 	}
 	cmd.RunE = o.workloadVerb(func(ctx context.Context, s *session, k workload.Kind, name string) error {
-		snap, obj, err := s.readWorkload(ctx, k, name)
+		w, obj, err := s.readObject(ctx, k, name)
 		if err != nil {
 			return err
 		}
@@ -316,9 +316,9 @@ func (o *options) restartCmd() *cobra.Command {
 		if err := s.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			return err
 		}
-		fmt.Fprintf(s.printer.Out, "%s restarted\n", snap.Workload.Ref())
-		if strings.Contains(snap.Workload.Strategy, "InPlace") {
-			fmt.Fprintln(s.printer.Out, "note: its update policy is "+snap.Workload.Strategy+": a template annotation is applied in place, without restarting containers, as in OpenKruise")
+		fmt.Fprintf(s.printer.Out, "%s restarted\n", w.Ref())
+		if strings.Contains(w.Strategy, "InPlace") {
+			fmt.Fprintln(s.printer.Out, "note: its update policy is "+w.Strategy+": a template annotation is applied in place, without restarting containers, as in OpenKruise")
 		}
 		return nil
 	})

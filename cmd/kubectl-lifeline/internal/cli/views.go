@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/diagnose"
+	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/workload"
 )
 
 func (o *options) statusCmd() *cobra.Command {
@@ -31,17 +32,9 @@ func (o *options) statusCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "print the view again whenever it changes, until interrupted")
 	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "how often --watch looks")
-	cmd.RunE = o.run(func(ctx context.Context, s *session, args []string) error {
-		t, err := s.resolve(args)
-		if err != nil {
-			return err
-		}
-		k, err := workloadKind(t)
-		if err != nil {
-			return err
-		}
+	cmd.RunE = o.workloadVerb(func(ctx context.Context, s *session, k workload.Kind, name string) error {
 		view := func() (diagnose.StatusView, error) {
-			snap, _, err := s.readWorkload(ctx, k, t.Name)
+			snap, err := s.readWorkload(ctx, k, name)
 			return diagnose.Status(snap), err
 		}
 		if !watch {
@@ -137,7 +130,7 @@ func (s *session) readPod(ctx context.Context, name string) (diagnose.PodSnapsho
 	}
 	snap.Owner = ownerOf(&snap.Pod)
 	if k, wname, ok := ownerKind(&snap.Pod); ok {
-		w, _, err := s.readWorkload(ctx, k, wname)
+		w, err := s.readWorkload(ctx, k, wname)
 		if err != nil {
 			return snap, fmt.Errorf("its workload %s/%s: %w", k.Short, wname, err)
 		}
