@@ -143,6 +143,13 @@ func TestAdvancedDaemonSetSeesV1alpha1Pods(t *testing.T) {
 	create(t, set)
 	waitAdvancedDaemonSet(t, set, "a pod Ready on the node", dsSettled(1))
 	kept := livePods(t, ns, "app=agent")[0]
+	// Creation times have a second's resolution: a pod created in the same
+	// second as the kept one ties with it by age, and the set keeps the one
+	// whose name sorts first, as the native DaemonSet does. The extra pod
+	// must be the younger one.
+	eventually(t, 5*time.Second, "a second past the kept pod's creation", func(context.Context) (bool, string, error) {
+		return time.Now().After(kept.CreationTimestamp.Add(time.Second)), "", nil
+	})
 	extra := kept.DeepCopy()
 	extra.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "agent-v18", Labels: kept.Labels,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1alpha1", Kind: "DaemonSet", Name: set.Name, UID: set.UID,
