@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -207,9 +208,22 @@ func checkJourney(t *testing.T, timeline string) {
 			steps = append(steps, strings.Join(f[3:], " "))
 		}
 	}
-	want := []string{"Normal → PreparingUpdate", "Ready true → false", "PreparingUpdate → Updating", "Updating → Updated", "Ready false → true", "Updated → Normal"}
-	if strings.Join(steps, "; ") != strings.Join(want, "; ") {
-		t.Errorf("pod %s's journey: %q, want %q\n%s", pod, steps, want, timeline)
+	// The controller writes the states and the kubelet the readiness: each
+	// is in order on its own, and the pod is out of service (NotReady)
+	// before it is Normal again.
+	var states, ready []string
+	for _, s := range steps {
+		if strings.HasPrefix(s, "Ready ") {
+			ready = append(ready, s)
+		} else {
+			states = append(states, s)
+		}
+	}
+	wantStates := []string{"Normal → PreparingUpdate", "PreparingUpdate → Updating", "Updating → Updated", "Updated → Normal"}
+	wantReady := []string{"Ready true → false", "Ready false → true"}
+	if strings.Join(states, "; ") != strings.Join(wantStates, "; ") || strings.Join(ready, "; ") != strings.Join(wantReady, "; ") ||
+		slices.Index(steps, "Ready true → false") > slices.Index(steps, "Updated → Normal") {
+		t.Errorf("pod %s's journey: %q, want the states %q, and %q before it is Normal again\n%s", pod, steps, wantStates, wantReady, timeline)
 	}
 	for _, entry := range []string{"− " + pod, "+ " + pod + " ("} {
 		if !strings.Contains(timeline, entry) {
