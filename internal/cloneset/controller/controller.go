@@ -218,16 +218,9 @@ func (r *Reconciler) sync(ctx context.Context, cs *appsv1alpha1.CloneSet, snap p
 			"scaleUp is limited because of scaleStrategy.maxUnavailable, limit: %d", plan.Diffs.ScaleUpLimit)
 	}
 	err, stale := r.exec.Run(ctx, workload{cs: cs, revs: revs, r: r}, plan.Actions)
-	conditionType := appsv1alpha1.CloneSetConditionFailedUpdate
-	if plan.Phase == planner.PhaseScale {
-		conditionType = appsv1alpha1.CloneSetConditionFailedScale
-	}
+	planner.RecordOutcome(status, plan.Phase, err, snap.Now)
 	if err != nil {
-		planner.SetFailure(status, conditionType, err, snap.Now)
 		return ctrl.Result{}, err
-	}
-	if len(plan.Actions) > 0 {
-		planner.ClearFailure(status, conditionType)
 	}
 	if stale {
 		// The pod's own change brings the CloneSet back; this is the

@@ -142,7 +142,7 @@ func removeCondition(st *appsv1alpha1.CloneSetStatus, t appsv1alpha1.CloneSetCon
 //
 // OpenKruise sets these once and never removes them, so a CloneSet that
 // failed to scale an hour ago still says FailedScale after it recovered. We
-// fix that: ClearFailure removes the condition once the same phase succeeds.
+// fix that: RecordOutcome removes the condition once the same phase succeeds.
 func SetFailure(st *appsv1alpha1.CloneSetStatus, t appsv1alpha1.CloneSetConditionType, err error, now time.Time) {
 	if c := findCondition(st, t); c != nil {
 		if c.Message != err.Error() {
@@ -156,7 +156,27 @@ func SetFailure(st *appsv1alpha1.CloneSetStatus, t appsv1alpha1.CloneSetConditio
 	})
 }
 
-// ClearFailure removes a FailedScale or FailedUpdate condition.
-func ClearFailure(st *appsv1alpha1.CloneSetStatus, t appsv1alpha1.CloneSetConditionType) {
-	removeCondition(st, t)
+// RecordOutcome sets or clears the failure conditions after a step of the
+// given phase ran (err is what running its actions returned).
+//
+// A failure clears when its phase succeeds, and FailedScale also whenever
+// the plan moved past scaling: scaling then has nothing left to do, so
+// whatever failed has been mended. Clearing only in a step that itself
+// scaled left the condition True for good when that step's status write
+// was lost (a conflict), since the next step no longer scales.
+func RecordOutcome(st *appsv1alpha1.CloneSetStatus, phase Phase, err error, now time.Time) {
+	failed := appsv1alpha1.CloneSetConditionFailedUpdate
+	if phase == PhaseScale {
+		failed = appsv1alpha1.CloneSetConditionFailedScale
+	}
+	if err != nil {
+		SetFailure(st, failed, err, now)
+		return
+	}
+	if phase != PhaseRefresh {
+		removeCondition(st, failed)
+	}
+	if phase != PhaseScale {
+		removeCondition(st, appsv1alpha1.CloneSetConditionFailedScale)
+	}
 }

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -73,5 +75,46 @@ func TestProgressingCondition(t *testing.T) {
 	s.CloneSet.Spec.ProgressDeadlineSeconds = nil
 	if st, _ := Status(s, appsv1alpha1.CloneSetStatus{Conditions: progressing(appsv1alpha1.CloneSetAvailable, corev1.ConditionTrue, 0)}, 0, ""); len(st.Conditions) != 0 {
 		t.Errorf("without progressDeadlineSeconds: %+v", st.Conditions)
+	}
+}
+
+func TestRecordOutcome(t *testing.T) {
+	failedScale, failedUpdate := appsv1alpha1.CloneSetConditionFailedScale, appsv1alpha1.CloneSetConditionFailedUpdate
+	quota := errors.New("exceeded quota")
+	for _, tc := range []struct {
+		name   string
+		before []appsv1alpha1.CloneSetConditionType
+		phase  Phase
+		err    error
+		want   []appsv1alpha1.CloneSetConditionType
+	}{
+		{"a failed creation", nil, PhaseScale, quota, []appsv1alpha1.CloneSetConditionType{failedScale}},
+		{"a failed update", nil, PhaseUpdate, quota, []appsv1alpha1.CloneSetConditionType{failedUpdate}},
+		{"a failed refresh is an update failure", nil, PhaseRefresh, quota, []appsv1alpha1.CloneSetConditionType{failedUpdate}},
+		{"scaling succeeds", []appsv1alpha1.CloneSetConditionType{failedScale, failedUpdate}, PhaseScale, nil, []appsv1alpha1.CloneSetConditionType{failedUpdate}},
+		// The step that scaled lost its status write: the next one has
+		// nothing to scale, and the condition must still go.
+		{"scaling has nothing left to do", []appsv1alpha1.CloneSetConditionType{failedScale}, PhaseRefresh, nil, nil},
+		{"an update step clears both", []appsv1alpha1.CloneSetConditionType{failedScale, failedUpdate}, PhaseUpdate, nil, nil},
+		{"a refresh leaves an update failure", []appsv1alpha1.CloneSetConditionType{failedUpdate}, PhaseRefresh, nil, []appsv1alpha1.CloneSetConditionType{failedUpdate}},
+		{"a scale failure leaves an update failure", []appsv1alpha1.CloneSetConditionType{failedUpdate}, PhaseScale, quota, []appsv1alpha1.CloneSetConditionType{failedUpdate, failedScale}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &appsv1alpha1.CloneSetStatus{}
+			for _, c := range tc.before {
+				SetFailure(st, c, errors.New("earlier"), now.Add(-time.Hour))
+			}
+			RecordOutcome(st, tc.phase, tc.err, now)
+			var got []appsv1alpha1.CloneSetConditionType
+			for _, c := range st.Conditions {
+				got = append(got, c.Type)
+				if c.Type == failedScale && tc.err != nil && tc.phase == PhaseScale && c.Message != tc.err.Error() {
+					t.Errorf("message %q, want %q", c.Message, tc.err)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("conditions %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
