@@ -104,7 +104,9 @@ func (l *Lifeline) Setup(ctx context.Context, mgr ctrl.Manager) error {
 	if err != nil {
 		return fmt.Errorf("pod index: %w", err)
 	}
-	l.sharedWith(mgr).Pods = pods
+	shared := l.sharedWith(mgr)
+	shared.Pods = pods
+	shared.Budgets.Pods = pods
 	var kinds []schema.GroupKind
 	for _, f := range l.features {
 		kinds = append(kinds, f.Conversions...)

@@ -82,3 +82,13 @@ func (p *IndexedPods) OwnedPods(_ context.Context, namespace, uid string) ([]*co
 	}
 	return pods, nil
 }
+
+// CachedPod finds a pod by namespace and name: the cache's own, not a copy.
+func (p *IndexedPods) CachedPod(namespace, name string) (*corev1.Pod, bool) {
+	obj, found, err := p.indexer.GetByKey(namespace + "/" + name)
+	if err != nil || !found {
+		return nil, false
+	}
+	pod, ok := obj.(*corev1.Pod)
+	return pod, ok
+}

@@ -25,6 +25,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -76,8 +77,11 @@ type Guard struct {
 	// around the cache after a conflict; Writer writes budget status.
 	Cache, Live client.Reader
 	Writer      client.Client
-	Recorder    events.EventRecorder
-	Now         func() time.Time
+	// Pods finds a pod in the cache without copying it (the manager's pod
+	// index); without it pods are read through Cache.
+	Pods     PodFinder
+	Recorder events.EventRecorder
+	Now      func() time.Time
 	// Deadline bounds how long the admission of one request may take
 	// (DefaultDeadline when zero): past it the request is answered 429,
 	// to retry, before the API server's webhook timeout turns it into a
@@ -95,6 +99,26 @@ type Guard struct {
 	// unsettled counts, by budget and pod, records that may be orphans
 	// (see markRecorded).
 	unsettled map[types.NamespacedName]map[string]int
+}
+
+// PodFinder finds a cached pod by name; the pod is the cache's own and is
+// only read.
+type PodFinder interface {
+	CachedPod(namespace, name string) (*corev1.Pod, bool)
+}
+
+// lookup finds pods of namespace for budget.DropSettled.
+func (g *Guard) lookup(ctx context.Context, namespace string) func(string) (*corev1.Pod, bool) {
+	if g.Pods != nil {
+		return func(name string) (*corev1.Pod, bool) { return g.Pods.CachedPod(namespace, name) }
+	}
+	return func(name string) (*corev1.Pod, bool) {
+		pod := &corev1.Pod{}
+		err := g.Cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, pod)
+		// Only a pod known gone counts as gone: a failed read keeps the
+		// record.
+		return pod, err == nil || !apierrors.IsNotFound(err)
+	}
 }
 
 // DefaultDeadline leaves half a second of the pod webhooks' 2 s timeout for

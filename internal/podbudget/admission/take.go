@@ -196,6 +196,8 @@ func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, 
 	for i := 0; err == nil && i < attempts; i++ {
 		status := pub.Status.DeepCopy()
 		withdrawn := applyWithdrawals(status, back)
+		// Rides along with a write that is made anyway, never one alone.
+		budget.DropSettled(status, g.lookup(ctx, key.Namespace), now)
 		decisions, recorded := decide(pub, status, asks, now)
 		if !recorded && !withdrawn {
 			answerAll(asks, pub, decisions, nil, now)

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -152,3 +153,47 @@ func TestUncheckedOperationsPassASpentBudget(t *testing.T) {
 		}
 	}
 }
+
+// A status write drops the records of disruptions that happened (their
+// pods terminating or gone), with the counts left as they are; a decision
+// that records nothing writes nothing just to drop them.
+func TestWritesDropSettledRecords(t *testing.T) {
+	pub := budgetObj("b", map[string]string{"app": "a"}, 5)
+	now := time.Now()
+	pub.Status.DisruptedPods = map[string]metav1.Time{
+		"p1": metav1.NewTime(now.Add(-2 * time.Second)), // terminating
+		"p2": metav1.NewTime(now.Add(-2 * time.Second)), // still running
+		"p3": metav1.NewTime(now.Add(-time.Minute)),     // gone
+	}
+	pub.Status.UnavailableAllowed = 2
+	terminating := readyPod(1)
+	terminating.DeletionTimestamp, terminating.Finalizers = ptrTime(now), []string{"example.com/hold"}
+	var writes atomic.Int64
+	c := fakeAPI(t, func(context.Context) error { writes.Add(1); return nil }, pub, terminating, readyPod(2))
+	g := &Guard{Cache: c, Live: c, Writer: c, Recorder: events.NewFakeRecorder(100), Now: time.Now}
+
+	// p1 again: terminating, so free, and nothing is written.
+	if v, err := g.Take(context.Background(), Request{Pod: terminating, Op: policyv1alpha1.PubEvictOperation}); err != nil || !v.Allowed {
+		t.Fatalf("the terminating pod: %+v, %v", v, err)
+	}
+	if writes.Load() != 0 {
+		t.Fatalf("%d writes for a decision that records nothing", writes.Load())
+	}
+	if v, err := g.Take(context.Background(), Request{Pod: readyPod(4), Op: policyv1alpha1.PubEvictOperation}); err != nil || !v.Allowed {
+		t.Fatalf("p4: %+v, %v", v, err)
+	}
+	got := &policyv1alpha1.PodUnavailableBudget{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(pub), got); err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for name := range got.Status.DisruptedPods {
+		kept = append(kept, name)
+	}
+	slices.Sort(kept)
+	if !slices.Equal(kept, []string{"p2", "p4"}) || got.Status.UnavailableAllowed != 1 {
+		t.Errorf("records %v, %d allowed left; want [p2 p4], 1", kept, got.Status.UnavailableAllowed)
+	}
+}
+
+func ptrTime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }

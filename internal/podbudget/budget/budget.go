@@ -178,6 +178,38 @@ func Status(s Snapshot) (Computed, error) {
 	return c, nil
 }
 
+// AbsentGrace is how old a record must be before the absence of its pod
+// from a cache says the pod is gone rather than not yet seen: a pod just
+// created and evicted at once may be recorded before the cache shows it.
+const AbsentGrace = 3 * time.Second // 2 s, past records cut to the second
+
+// DropSettled removes from st the records of disruptions that have
+// happened: the pod is terminating or finished, or gone (absent from the
+// cache for a record older than AbsentGrace). lookup finds a pod by name
+// in the cache. The counts stay: such a pod counts as unavailable with or
+// without its record, which Status drops on its next computation anyway.
+// It reports whether anything was dropped.
+//
+// The admission applies it before each status write: under a storm of
+// evictions the controller's own writes lose to the admission's on every
+// conflict, so without it the records pile up towards MaxRecords, and the
+// API server's cost of a status write grows with them (about 55 µs a
+// record on an idle API server: 113 ms a write at 2000).
+func DropSettled(st *policyv1alpha1.PodUnavailableBudgetStatus, lookup func(name string) (*corev1.Pod, bool), now time.Time) bool {
+	dropped := false
+	for _, records := range []map[string]metav1.Time{st.DisruptedPods, st.UnavailablePods} {
+		for name, at := range records {
+			pod, found := lookup(name)
+			if found && podfacts.IsActive(pod) || !found && now.Sub(at.Time) < AbsentGrace {
+				continue
+			}
+			delete(records, name)
+			dropped = true
+		}
+	}
+	return dropped
+}
+
 // Protects reports whether a budget with these annotations guards op:
 // the kruise.io/pub-protect-operations list, or DELETE, UPDATE and EVICT
 // when it is absent or empty. RESIZE is guarded only when listed

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -287,3 +288,45 @@ func TestRelatedAnnotations(t *testing.T) {
 		}
 	}
 }
+
+// Records of disruptions that happened go; a record whose pod is absent
+// from the cache goes only once the pod cannot be one the cache has not
+// seen yet; the counts stay.
+func TestDropSettled(t *testing.T) {
+	terminating := readyPod("terminating")
+	terminating.DeletionTimestamp = ptrTime(now.Add(-time.Second))
+	finished := readyPod("finished")
+	finished.Status.Phase = corev1.PodSucceeded
+	cache := map[string]*corev1.Pod{"active": readyPod("active"), "terminating": terminating, "finished": finished, "updating": readyPod("updating")}
+	lookup := func(name string) (*corev1.Pod, bool) { p, ok := cache[name]; return p, ok }
+	ago := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(-d)) }
+	st := policyv1alpha1.PodUnavailableBudgetStatus{
+		UnavailableAllowed: 3, CurrentAvailable: 10, DesiredAvailable: 7,
+		DisruptedPods: map[string]metav1.Time{
+			"active": ago(time.Second), "terminating": ago(time.Second), "finished": ago(time.Second),
+			"gone": ago(AbsentGrace), "just-recorded": ago(AbsentGrace - time.Second),
+		},
+		UnavailablePods: map[string]metav1.Time{"updating": ago(time.Second), "gone-too": ago(time.Minute)},
+	}
+	if !DropSettled(&st, lookup, now) {
+		t.Fatal("nothing dropped")
+	}
+	var kept []string
+	for _, m := range []map[string]metav1.Time{st.DisruptedPods, st.UnavailablePods} {
+		for name := range m {
+			kept = append(kept, name)
+		}
+	}
+	slices.Sort(kept)
+	if want := []string{"active", "just-recorded", "updating"}; !slices.Equal(kept, want) {
+		t.Errorf("kept %v, want %v", kept, want)
+	}
+	if st.UnavailableAllowed != 3 || st.CurrentAvailable != 10 {
+		t.Errorf("counts changed: %+v", st)
+	}
+	if DropSettled(&st, lookup, now) {
+		t.Error("a second pass dropped more")
+	}
+}
+
+func ptrTime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
