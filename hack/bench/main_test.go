@@ -23,7 +23,8 @@ func TestPickScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"deployment", "realistic-deployment", "realistic-statefulset", "realistic-cloneset", "realistic-cloneset-inplace",
-		"realistic-openkruise-cloneset", "realistic-openkruise-cloneset-inplace"}
+		"realistic-deployment-narrow", "realistic-cloneset-narrow", "realistic-cloneset-inplace-narrow", "realistic-openkruise-cloneset", "realistic-openkruise-cloneset-inplace",
+		"realistic-openkruise-cloneset-narrow", "realistic-openkruise-cloneset-inplace-narrow"}
 	if !slices.Equal(names(got), want) {
 		t.Errorf("realistic-*, deployment: %v, want %v (in run order)", names(got), want)
 	}

@@ -22,7 +22,19 @@ type suite struct {
 	ordered   bool
 	noWebhook bool // Lifeline without its pod binding webhook
 	profile   cluster.Profile
+	// narrow: a rollout bound by the kubelets' latency, not by the client
+	// rate limit: narrowPods pods, narrowWindow at a time.
+	narrow bool
 }
+
+// The narrow rollouts: 10 pods in flight need 20–30 requests a second, half
+// the client QPS, so each pod's own latency (a start against a restart)
+// decides the time, which 200 pods in flight at maxUnavailable 20% never
+// show: there, both kinds of rollout wait on the rate limit.
+const (
+	narrowPods   = 200
+	narrowWindow = 10
+)
 
 func (s suite) label() string {
 	l := s.implementation + " " + s.workload
@@ -53,6 +65,9 @@ func (s suite) label() string {
 	}
 	if s.noWebhook {
 		how = append(how, "no binding webhook")
+	}
+	if s.narrow {
+		how = append(how, fmt.Sprintf("%d pods, %d at a time", narrowPods, narrowWindow))
 	}
 	if len(how) > 0 {
 		l += " (" + strings.Join(how, ", ") + ")"
@@ -117,6 +132,7 @@ var suites = func() []suite {
 		return suite{name: name, implementation: "Lifeline", workload: "AdvancedDaemonSet", inPlace: inPlace, profile: i}
 	}
 	noWebhook := func(s suite) suite { s.noWebhook = true; return s }
+	narrow := func(s suite) suite { s.narrow = true; return s }
 	ordered := func(s suite) suite { s.ordered = true; return s }
 	return []suite{
 		k("deployment", "Deployment", i),
@@ -140,8 +156,13 @@ var suites = func() []suite {
 		k("realistic-statefulset", "StatefulSet", r),
 		c("realistic-cloneset", "Lifeline", false, false, r),
 		c("realistic-cloneset-inplace", "Lifeline", true, false, r),
+		narrow(k("realistic-deployment-narrow", "Deployment", r)),
+		narrow(c("realistic-cloneset-narrow", "Lifeline", false, false, r)),
+		narrow(c("realistic-cloneset-inplace-narrow", "Lifeline", true, false, r)),
 		c("realistic-openkruise-cloneset", "OpenKruise", false, false, r),
 		c("realistic-openkruise-cloneset-inplace", "OpenKruise", true, false, r),
+		narrow(c("realistic-openkruise-cloneset-narrow", "OpenKruise", false, false, r)),
+		narrow(c("realistic-openkruise-cloneset-inplace-narrow", "OpenKruise", true, false, r)),
 		c("openkruise-cloneset", "OpenKruise", false, false, i),
 		c("openkruise-cloneset-inplace", "OpenKruise", true, false, i),
 	}
@@ -166,6 +187,9 @@ func (b *bench) runSuite(ctx context.Context, s suite) error {
 	}
 	w := workload{suite: s, ns: ns}
 	pods, down := int32(b.o.pods), int32(b.o.down)
+	if s.narrow {
+		pods, down = narrowPods, min(down, narrowPods/2)
+	}
 	for _, st := range []struct {
 		step, about string
 		change      func(context.Context) error

@@ -52,6 +52,8 @@ func targets(r *report) []target {
 	out = append(out, memoryTargets(r.Memory)...)
 	re, ip := pair("realistic-cloneset", "realistic-cloneset-inplace", stepUpdate)
 	ratio("realistic kubelets: in-place rollout ≥ 2× faster than ReCreate", val(re, wall), val(ip, wall), 2, false, "s")
+	re, ip = pair("realistic-cloneset-narrow", "realistic-cloneset-inplace-narrow", stepUpdate)
+	ratio(fmt.Sprintf("realistic kubelets, %d at a time: in-place rollout ≥ 2× faster than ReCreate", narrowWindow), val(re, wall), val(ip, wall), 2, false, "s")
 	pub, pdb := findEvictions(r, "Lifeline", "PodUnavailableBudget"), findEvictions(r, "Lifeline", "PodDisruptionBudget")
 	if pub != nil && pdb != nil {
 		ratio("budget eviction ≤ 1.0× PodDisruptionBudget eviction, p50", pub.ClientP50Ms, pdb.ClientP50Ms, 1.0, true, "ms")

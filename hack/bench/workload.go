@@ -25,8 +25,11 @@ type workload struct {
 }
 
 func (w workload) maxUnavailable() intstr.IntOrString {
-	if w.ordered {
+	switch {
+	case w.ordered:
 		return intstr.FromInt32(1)
+	case w.narrow:
+		return intstr.FromInt32(narrowWindow)
 	}
 	return intstr.FromString("20%")
 }

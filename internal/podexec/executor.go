@@ -204,8 +204,23 @@ func (e *Executor) claimUsable(ctx context.Context, pod string, pvc *corev1.Pers
 	return nil
 }
 
+// delete deletes the pod as planned: conditional on the version the plan
+// read, so that a hook label or finalizer added meanwhile (an operator
+// registering the pod a moment before) stops the delete and the pod is
+// planned again, through PreparingDelete. OpenKruise deletes by name,
+// which lets such a pod go without its preDelete hook (seen in a chaos
+// run: a pod registered 126 ms before the controller's delete).
 func (e *Executor) delete(ctx context.Context, w Workload, a podlife.DeletePod) error {
-	err := e.Client.Delete(ctx, a.Pod, client.Preconditions{UID: &a.Pod.UID})
+	rv := a.Pod.ResourceVersion
+	pre := client.Preconditions{UID: &a.Pod.UID}
+	if rv != "" {
+		pre.ResourceVersion = &rv
+	}
+	err := e.Client.Delete(ctx, a.Pod, pre)
+	if apierrors.IsConflict(err) {
+		count(e.Metrics.Stale, w)
+		return &StaleError{Pod: a.Pod.Name, Err: err}
+	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		e.Recorder.Eventf(w.Object(), a.Pod, corev1.EventTypeWarning, "FailedDelete", "Delete", "failed to delete pod %s: %v", a.Pod.Name, err)
 		return fmt.Errorf("deleting pod %s: %w", a.Pod.Name, err)

@@ -150,3 +150,35 @@ func TestCreateWaitsForAClaimStillBeingDeleted(t *testing.T) {
 		t.Error("web-b not created on its existing claim")
 	}
 }
+
+// A delete is conditional on the version planned from: a pod that changed
+// meanwhile (a hook label added by an operator registering it) is not
+// deleted but planned again.
+func TestDeleteOfAChangedPodIsStale(t *testing.T) {
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-a", UID: "a-uid"}}
+	e, c, w := testbed(pod)
+	planned := &corev1.Pod{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "web-a"}, planned); err != nil {
+		t.Fatal(err)
+	}
+	changed := planned.DeepCopy()
+	changed.Labels = map[string]string{"example.com/registered": "true"}
+	if err := c.Update(ctx, changed); err != nil {
+		t.Fatal(err)
+	}
+	errs := e.Execute(ctx, w, []podlife.Action{podlife.DeletePod{Pod: planned, Reason: "scale in"}})
+	var stale *StaleError
+	if len(errs) != 1 || !errors.As(errs[0], &stale) {
+		t.Fatalf("errors %v, want one StaleError", errs)
+	}
+	if !exists(t, c, &corev1.Pod{}, "web-a") {
+		t.Fatal("the changed pod was deleted")
+	}
+	if errs := e.Execute(ctx, w, []podlife.Action{podlife.DeletePod{Pod: changed, Reason: "scale in"}}); len(errs) != 0 {
+		t.Fatalf("planned from the current version: %v", errs)
+	}
+	if exists(t, c, &corev1.Pod{}, "web-a") {
+		t.Error("the pod planned from its current version was not deleted")
+	}
+}
