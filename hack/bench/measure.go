@@ -26,9 +26,12 @@ type rollout struct {
 	Implementation string `json:"implementation"`
 	Workload       string `json:"workload"`
 	Profile        string `json:"profile"`
-	Step           string `json:"step"`
-	StepDetail     string `json:"step_detail"`
-	Pods           int    `json:"pods"`
+	// Group is the table and chart the step goes in: its profile, and
+	// "-narrow" for a latency-bound rollout (its own Deployment anchors it).
+	Group      string `json:"group"`
+	Step       string `json:"step"`
+	StepDetail string `json:"step_detail"`
+	Pods       int    `json:"pods"`
 
 	WallSeconds float64 `json:"wall_s"`
 	// Requests are the controller's, Events apart (see countRequests).
@@ -62,7 +65,7 @@ type rollout struct {
 // measure runs one step and takes its figures.
 func (b *bench) measure(ctx context.Context, s suite, ns string, pods int,
 	change func(context.Context) error, done func(context.Context) (bool, error)) (rollout, error) {
-	r := rollout{Suite: s.name, Label: s.label(), Implementation: s.implementation, Workload: s.workload, Profile: string(s.profile), Pods: pods}
+	r := rollout{Suite: s.name, Label: s.label(), Implementation: s.implementation, Workload: s.workload, Profile: string(s.profile), Group: s.group(), Pods: pods}
 	ctrl := s.process(b)
 	plane := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", ctrl}
 	if ctrl == "kube-controller-manager" {

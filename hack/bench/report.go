@@ -53,9 +53,9 @@ func printReport(r *report) {
 	if r.Failed != "" {
 		fmt.Printf("STOPPED EARLY: %s (what ran before is below)\n", r.Failed)
 	}
-	for _, profile := range []string{"instant", "realistic"} {
+	for _, g := range groups {
 		for _, step := range []string{stepUp, stepUpdate, stepDown} {
-			printRollouts(r, profile, step)
+			printRollouts(r, g.name, g.anchor, g.about, step)
 		}
 	}
 	printEvictions(r)
@@ -85,18 +85,18 @@ func printReport(r *report) {
 	fmt.Println("  is not in the control plane.)")
 }
 
-func printRollouts(r *report, profile, step string) {
+func printRollouts(r *report, group, anchorSuite, about, step string) {
 	var rows []rollout
 	for _, x := range r.Rollouts {
-		if x.Profile == profile && x.Step == step {
+		if x.Group == group && x.Step == step {
 			rows = append(rows, x)
 		}
 	}
 	if len(rows) == 0 {
 		return
 	}
-	anchor := r.find(map[string]string{"instant": "deployment", "realistic": "realistic-deployment"}[profile], step)
-	fmt.Printf("\n%s %s, %s kubelets (ratio: wall time / the Deployment's):\n", step, rows[0].StepDetail, profile)
+	anchor := r.find(anchorSuite, step)
+	fmt.Printf("\n%s %s, %s (ratio: wall time / the Deployment's):\n", step, rows[0].StepDetail, about)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\twall s\tratio\tcontroller requests\t+ events\tpod writes/pod\tpod write p50 ms\tp99 ms\tbind p50 ms\tp99 ms\tpod webhook p50 ms\tp99 ms\tbind cache misses created/left/waited/live\tcontrol plane CPU s\tcontroller CPU s\tcontroller peak RSS MiB\t")
 	for _, x := range rows {

@@ -45,9 +45,9 @@ func (b *bench) write(out string) error {
 		return err
 	}
 	fmt.Println("\nreport:", path)
-	for _, profile := range []string{"instant", "realistic"} {
+	for _, g := range groups {
 		for _, step := range []string{stepUp, stepUpdate, stepDown} {
-			if err := rolloutChart(&b.report, profile, step, charts); err != nil {
+			if err := rolloutChart(&b.report, g.name, g.anchor, g.about, step, charts); err != nil {
 				return err
 			}
 		}
@@ -77,12 +77,12 @@ type bar struct {
 
 // rolloutChart draws one step under one profile: wall time per suite,
 // labelled with its ratio to the Deployment's.
-func rolloutChart(r *report, profile, step, dir string) error {
-	anchor := r.find(map[string]string{"instant": "deployment", "realistic": "realistic-deployment"}[profile], step)
+func rolloutChart(r *report, group, anchorSuite, about, step, dir string) error {
+	anchor := r.find(anchorSuite, step)
 	var bars []bar
 	detail := ""
 	for _, x := range r.Rollouts {
-		if x.Profile != profile || x.Step != step {
+		if x.Group != group || x.Step != step {
 			continue
 		}
 		detail = x.StepDetail
@@ -95,8 +95,8 @@ func rolloutChart(r *report, profile, step, dir string) error {
 	if len(bars) == 0 {
 		return nil
 	}
-	title := fmt.Sprintf("%s %s, %s kubelets (%s)", step, detail, profile, r.Date)
-	name := fmt.Sprintf("%s-%s.svg", profile, strings.ReplaceAll(step, " ", "-"))
+	title := fmt.Sprintf("%s %s, %s (%s)", step, detail, about, r.Date)
+	name := fmt.Sprintf("%s-%s.svg", group, strings.ReplaceAll(step, " ", "-"))
 	return barChart(filepath.Join(dir, name), title, "wall time, s (ratio to the Deployment)", bars)
 }
 

@@ -75,6 +75,21 @@ func (s suite) label() string {
 	return l
 }
 
+// groups are the tables and charts of rollouts, in print order, with the
+// suite each is measured against.
+var groups = []struct{ name, anchor, about string }{
+	{"instant", "deployment", "instant kubelets"},
+	{"realistic", "realistic-deployment", "realistic kubelets"},
+	{"realistic-narrow", "realistic-deployment-narrow", fmt.Sprintf("realistic kubelets, %d at a time", narrowWindow)},
+}
+
+func (s suite) group() string {
+	if s.narrow {
+		return string(s.profile) + "-narrow"
+	}
+	return string(s.profile)
+}
+
 func (s suite) phase() phase {
 	switch {
 	case s.implementation == "OpenKruise" && s.profile == cluster.Realistic:
