@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -176,41 +177,78 @@ func (r *Recorder) Broken() []string {
 }
 
 // ReadAuditWrites reads the writes (create, update, patch, delete) of
-// clients whose user agent starts with agent from a JSON audit log.
-func ReadAuditWrites(path, agent string) ([]AuditWrite, error) {
+// clients whose user agent starts with agent from a JSON audit log. It
+// also returns how many events it could not read: the API server's log
+// backend was seen (11-26, a soak run) to leave an event cut short with the
+// next one on the same line; the next one is read, the cut one is counted.
+func ReadAuditWrites(path, agent string) ([]AuditWrite, int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer f.Close()
 	var out []AuditWrite
+	unread := 0
 	s := bufio.NewScanner(f)
 	s.Buffer(make([]byte, 1<<20), 16<<20)
 	for s.Scan() {
 		if !strings.Contains(s.Text(), agent) {
 			continue
 		}
-		var ev struct {
-			Stage     string `json:"stage"`
-			Verb      string `json:"verb"`
-			UserAgent string `json:"userAgent"`
-			ObjectRef struct {
-				Resource, Subresource, Name string
-			} `json:"objectRef"`
-			Received time.Time `json:"requestReceivedTimestamp"`
-		}
-		if err := json.Unmarshal(s.Bytes(), &ev); err != nil {
-			return nil, err
-		}
-		switch ev.Verb {
-		case "create", "update", "patch", "delete", "deletecollection":
-		default:
-			continue
-		}
-		if ev.Stage == "ResponseComplete" && strings.HasPrefix(ev.UserAgent, agent) {
-			out = append(out, AuditWrite{At: ev.Received, UserAgent: ev.UserAgent, Verb: ev.Verb,
-				Resource: ev.ObjectRef.Resource, Subresource: ev.ObjectRef.Subresource, Name: ev.ObjectRef.Name})
+		for _, event := range auditEvents(s.Bytes()) {
+			w, ok, err := auditWrite(event, agent)
+			if err != nil {
+				unread++
+				continue
+			}
+			if ok {
+				out = append(out, w)
+			}
 		}
 	}
-	return out, s.Err()
+	return out, unread, s.Err()
+}
+
+// eventStart begins every event of a JSON audit log.
+var eventStart = []byte(`{"kind":"Event",`)
+
+// auditEvents splits a line of the log into the events it holds: one,
+// unless an event was cut short and the next one written after it.
+func auditEvents(line []byte) [][]byte {
+	var events [][]byte
+	for {
+		next := bytes.Index(line[1:], eventStart)
+		if next < 0 {
+			return append(events, line)
+		}
+		events = append(events, line[:next+1])
+		line = line[next+1:]
+	}
+}
+
+// auditWrite decodes one event and reports whether it is a completed write
+// by a client whose user agent starts with agent.
+func auditWrite(event []byte, agent string) (AuditWrite, bool, error) {
+	var ev struct {
+		Stage     string `json:"stage"`
+		Verb      string `json:"verb"`
+		UserAgent string `json:"userAgent"`
+		ObjectRef struct {
+			Resource, Subresource, Name string
+		} `json:"objectRef"`
+		Received time.Time `json:"requestReceivedTimestamp"`
+	}
+	if err := json.Unmarshal(event, &ev); err != nil {
+		return AuditWrite{}, false, err
+	}
+	switch ev.Verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+	default:
+		return AuditWrite{}, false, nil
+	}
+	if ev.Stage != "ResponseComplete" || !strings.HasPrefix(ev.UserAgent, agent) {
+		return AuditWrite{}, false, nil
+	}
+	return AuditWrite{At: ev.Received, UserAgent: ev.UserAgent, Verb: ev.Verb,
+		Resource: ev.ObjectRef.Resource, Subresource: ev.ObjectRef.Subresource, Name: ev.ObjectRef.Name}, true, nil
 }
