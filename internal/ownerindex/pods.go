@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,4 +92,13 @@ func (p *IndexedPods) CachedPod(namespace, name string) (*corev1.Pod, bool) {
 	}
 	pod, ok := obj.(*corev1.Pod)
 	return pod, ok
+}
+
+// CachedPod finds a pod by namespace and name through the reader. Only a
+// pod known gone is reported missing: on any other failed read it reports
+// an empty pod, which callers take as present and active.
+func (l ListedPods) CachedPod(namespace, name string) (*corev1.Pod, bool) {
+	pod := &corev1.Pod{}
+	err := l.Reader.Get(context.TODO(), client.ObjectKey{Namespace: namespace, Name: name}, pod)
+	return pod, err == nil || !apierrors.IsNotFound(err)
 }

@@ -62,7 +62,9 @@ func (e *env) inject(ctx context.Context, f Fault) (string, error) {
 			return "", err
 		}
 		sleep(ctx, e.cfg.registryDown)
-		return fmt.Sprintf("down for %s", e.cfg.registryDown), e.locked(func() error { return e.c.StartRegistryAgain(ctx, e.registry) })
+		return fmt.Sprintf("down for %s", e.cfg.registryDown), e.locked(func() error {
+			return e.startAgain(ctx, e.registry.Name, func() error { return e.c.StartRegistryAgain(ctx, e.registry) })
+		})
 	case SlowAPIServer:
 		e.proxy.SetDelay(e.cfg.slowBy)
 		sleep(ctx, e.cfg.slowFor)

@@ -91,10 +91,9 @@ func TestChaos(t *testing.T) {
 		defer close(planDone)
 		e.runPlan(ctx, plan)
 	}()
-	e.create(ctx, h, ws)
 	// The workloads go round their life until the plan is over, so that
 	// every fault lands on a rollout, a scale or a drain.
-	for n := 1; ; n++ {
+	for n, ok := 1, e.create(ctx, h, ws); ok; n++ {
 		if !e.cycle(ctx, h, ws, n) || closed(planDone) {
 			break
 		}
@@ -117,13 +116,14 @@ func TestChaos(t *testing.T) {
 		t.Logf("%d audit events cut short in the log, not read", unread)
 	}
 	violations := Check(h)
-	t.Log(e.report(h, plan, violations))
 	for _, v := range violations {
 		t.Error(v)
 	}
 	for _, gap := range e.rec.Broken() {
 		t.Errorf("the record has a gap: %s", gap)
 	}
+	// Last, so that the end of a long log (all CI keeps) shows the faults.
+	t.Log(e.report(h, plan, violations))
 }
 
 func closed(ch <-chan struct{}) bool {
@@ -135,10 +135,10 @@ func closed(ch <-chan struct{}) bool {
 	}
 }
 
-// create makes the workloads and waits until they run.
-func (e *env) create(ctx context.Context, h *History, ws []*workload) {
+// create makes the workloads and says whether they came to run.
+func (e *env) create(ctx context.Context, h *History, ws []*workload) bool {
 	budgeted, stateful := ws[1], ws[2]
-	e.step(ctx, h, ws, "create", nil, nil, func(ctx context.Context) error {
+	return e.step(ctx, h, ws, "create", nil, nil, func(ctx context.Context) error {
 		objs := []ctrlclient.Object{budgeted.budgetObject(), stateful.placementObject()}
 		for _, w := range ws {
 			objs = append(objs, w.obj)
@@ -154,20 +154,14 @@ func (e *env) create(ctx context.Context, h *History, ws []*workload) {
 
 // cycle runs the workloads through their life once, one step after
 // another: an in-place update, a ReCreate update, a scale-in and back,
-// evictions and a drain. It says whether every step finished.
+// evictions and a drain. It stops at a step that does not finish (the
+// next would only wait out its deadline on the same cause) and says
+// whether every step finished.
 func (e *env) cycle(ctx context.Context, h *History, ws []*workload, n int) bool {
 	hooked, budgeted, stateful := ws[0], ws[1], ws[2]
 	release := strconv.Itoa(n + 1)
-	e.step(ctx, h, ws, "in-place update "+release, ws, budgeted, func(ctx context.Context) error {
-		return e.changeAll(ctx, ws, func(o ctrlclient.Object) { podTemplate(o).Spec.Containers[0].Image = "app:" + release })
-	})
-	e.step(ctx, h, ws, "ReCreate update "+release, ws[:3], budgeted, func(ctx context.Context) error {
-		return e.changeAll(ctx, ws[:3], func(o ctrlclient.Object) {
-			podTemplate(o).Spec.Containers[0].Env = []corev1.EnvVar{{Name: "RELEASE", Value: release}}
-		})
-	})
-	scale := func(name string, sizes map[*workload]int32, budgetsOnly *workload) {
-		e.step(ctx, h, ws, name, nil, budgetsOnly, func(ctx context.Context) error {
+	scale := func(sizes map[*workload]int32) func(context.Context) error {
+		return func(ctx context.Context) error {
 			for w, n := range sizes {
 				w.replicas = n
 				if err := e.change(ctx, w, func(o ctrlclient.Object) { setReplicas(o, n) }); err != nil {
@@ -175,17 +169,32 @@ func (e *env) cycle(ctx context.Context, h *History, ws []*workload, n int) bool
 				}
 			}
 			return nil
-		})
+		}
 	}
-	scale("scale in "+release, map[*workload]int32{hooked: e.cfg.hooked * 3 / 4, budgeted: e.cfg.budgeted * 3 / 4, stateful: e.cfg.stateful - 2}, budgeted)
-	scale("scale out "+release, map[*workload]int32{hooked: e.cfg.hooked, budgeted: e.cfg.budgeted, stateful: e.cfg.stateful}, nil)
-	e.step(ctx, h, ws, "evictions and a drain "+release, nil, budgeted, func(ctx context.Context) error {
-		e.evict(ctx, budgeted, 2*budgeted.budget)
-		e.evict(ctx, hooked, 3)
-		return e.drain(ctx, e.busiestNode(ctx, hooked, budgeted))
-	})
-	for _, p := range h.Phases {
-		if !p.Done {
+	steps := []struct {
+		name     string
+		rollout  []*workload
+		budgeted *workload
+		act      func(context.Context) error
+	}{
+		{"in-place update", ws, budgeted, func(ctx context.Context) error {
+			return e.changeAll(ctx, ws, func(o ctrlclient.Object) { podTemplate(o).Spec.Containers[0].Image = "app:" + release })
+		}},
+		{"ReCreate update", ws[:3], budgeted, func(ctx context.Context) error {
+			return e.changeAll(ctx, ws[:3], func(o ctrlclient.Object) {
+				podTemplate(o).Spec.Containers[0].Env = []corev1.EnvVar{{Name: "RELEASE", Value: release}}
+			})
+		}},
+		{"scale in", nil, budgeted, scale(map[*workload]int32{hooked: e.cfg.hooked * 3 / 4, budgeted: e.cfg.budgeted * 3 / 4, stateful: e.cfg.stateful - 2})},
+		{"scale out", nil, nil, scale(map[*workload]int32{hooked: e.cfg.hooked, budgeted: e.cfg.budgeted, stateful: e.cfg.stateful})},
+		{"evictions and a drain", nil, budgeted, func(ctx context.Context) error {
+			e.evict(ctx, budgeted, 2*budgeted.budget)
+			e.evict(ctx, hooked, 3)
+			return e.drain(ctx, e.busiestNode(ctx, hooked, budgeted))
+		}},
+	}
+	for _, s := range steps {
+		if !e.step(ctx, h, ws, s.name+" "+release, s.rollout, s.budgeted, s.act) {
 			return false
 		}
 	}
@@ -195,7 +204,7 @@ func (e *env) cycle(ctx context.Context, h *History, ws []*workload, n int) bool
 // step acts, then waits until every workload has settled, and records how
 // long that took and the windows in which rollout's workloads must keep
 // within their maxUnavailable and budgeted's within its budget.
-func (e *env) step(ctx context.Context, h *History, ws []*workload, name string, rollout []*workload, budgeted *workload, act func(context.Context) error) {
+func (e *env) step(ctx context.Context, h *History, ws []*workload, name string, rollout []*workload, budgeted *workload, act func(context.Context) error) bool {
 	from := time.Now()
 	e.logf("step %s", name)
 	p := Phase{Name: name, Done: true}
@@ -205,14 +214,16 @@ func (e *env) step(ctx context.Context, h *History, ws []*workload, name string,
 		p.Done, p.Why = false, err.Error()
 	} else {
 		err = wait.PollUntilContextTimeout(ctx, time.Second, e.cfg.deadline, true, func(ctx context.Context) (bool, error) {
+			var unsettled []string
 			for _, w := range ws {
-				ok, reason, _ := e.settled(ctx, w)
-				if !ok {
-					why = reason
-					return false, nil
+				if ok, reason, _ := e.settled(ctx, w); !ok {
+					unsettled = append(unsettled, reason)
 				}
 			}
-			return true, nil
+			if ctx.Err() == nil { // a reason cut short by the deadline says nothing
+				why = strings.Join(unsettled, "; ")
+			}
+			return len(unsettled) == 0, nil
 		})
 		if err != nil {
 			p.Done, p.Why = false, why
@@ -228,6 +239,7 @@ func (e *env) step(ctx context.Context, h *History, ws []*workload, name string,
 	}
 	h.Phases = append(h.Phases, p)
 	e.logf("step %s: done=%v in %.1fs %s", name, p.Done, p.Took.Seconds(), p.Why)
+	return p.Done
 }
 
 func (e *env) changeAll(ctx context.Context, ws []*workload, f func(ctrlclient.Object)) error {
@@ -367,10 +379,6 @@ func (e *env) report(h *History, plan Plan, violations []Violation) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	fmt.Fprintf(&b, "chaos report (%s run, seed %d, %d nodes)\n", e.cfg.name, plan.Seed, e.cfg.nodes)
-	fmt.Fprintf(&b, "faults injected: %d (%d process restarts by the supervisor)\n", len(e.faults), e.restarts)
-	for _, f := range e.faults {
-		fmt.Fprintf(&b, "  %s\n", f)
-	}
 	uids := map[string]bool{}
 	for _, r := range h.Pods {
 		uids[r.UID] = true
@@ -383,6 +391,10 @@ func (e *env) report(h *History, plan Plan, violations []Violation) string {
 	fmt.Fprintf(&b, "webhook calls no replica answered (balancer): %d; API server: %.0f refused without an answer, %.0f let through without one\n",
 		e.replicas.Failed.Load(), e.webhook.rejected, e.webhook.failOpen)
 	fmt.Fprintf(&b, "paused leaders: %d; manager writes audited: %d\n", len(h.Pauses), len(h.Writes))
+	fmt.Fprintf(&b, "faults injected: %d (%d process restarts by the supervisor)\n", len(e.faults), e.restarts)
+	for _, f := range e.faults {
+		fmt.Fprintf(&b, "  %s\n", f)
+	}
 	fmt.Fprintf(&b, "invariant violations: %d\n", len(violations))
 	return b.String()
 }

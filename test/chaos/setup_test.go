@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -126,6 +127,10 @@ func start(t *testing.T, cfg config) *env {
 	if e.registry, err = e.c.StartEtcdRegistry(ctx, "registry"); err != nil {
 		t.Fatal(err)
 	}
+	// A registry that dies outside its fault is started again and the
+	// run goes on, with the death in the log, rather than leaving every
+	// later step to wait out its deadline.
+	e.c.Supervise(e.registry.Name)
 	bridgeConfig := filepath.Join(dir, "bridge.yaml")
 	if err := os.WriteFile(bridgeConfig, []byte(fmt.Sprintf("name: chaos\nnamespace: %s\nworkloads: [{kind: CloneSet, selector: {matchLabels: {registry: chaos}}}]\n"+
 		"port: 8080\ntimeout: 3s\nresync: 2s\netcd: {endpoints: [%q], prefix: /services, ttl: 5s}\n", e.ns, e.registry.Endpoint)), 0o644); err != nil {
@@ -181,10 +186,11 @@ func (e *env) begin(t *testing.T) (context.Context, context.CancelFunc) {
 }
 
 // supervise starts again, as a kubelet would, every manager replica and
-// the bridge that exited (a leader that lost its lease exits), until ctx
-// ends. It holds procs while it restarts one, up to restart's 3 minutes:
-// a fault waits for the cluster to be whole again rather than striking a
-// process that is half started.
+// the bridge that exited (a leader that lost its lease exits), and the
+// registry, whose exit outside its fault is an error, until ctx ends. It
+// holds procs while it restarts one, up to restart's 3 minutes: a fault
+// waits for the cluster to be whole again rather than striking a process
+// that is half started.
 func (e *env) supervise(ctx context.Context) {
 	for ctx.Err() == nil {
 		e.procs.Lock()
@@ -198,6 +204,10 @@ func (e *env) supervise(ctx context.Context) {
 			e.logf("supervisor: %s exited; starting it again", e.bridge.Name)
 			e.restart(ctx, e.bridge.Name, func() error { return e.c.StartBridgeAgain(ctx, e.bridge) })
 		}
+		if exited, _ := e.c.WaitExit(e.registry.Name, 0); exited {
+			e.t.Errorf("the registry exited by itself; its log ends: %s", e.logTail(e.registry.Name))
+			e.restart(ctx, e.registry.Name, func() error { return e.c.StartRegistryAgain(ctx, e.registry) })
+		}
 		e.procs.Unlock()
 		select {
 		case <-ctx.Done():
@@ -209,20 +219,37 @@ func (e *env) supervise(ctx context.Context) {
 // restart runs start until it succeeds (a start can fail while the API
 // server is away), as a kubelet's restarts back off and retry.
 func (e *env) restart(ctx context.Context, name string, start func() error) {
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
-		err := start()
-		if err != nil {
-			e.logf("starting %s: %v", name, err)
-			_ = e.c.StopProcess(name, syscall.SIGKILL)
-		}
-		return err == nil, nil
-	})
-	if err != nil && ctx.Err() == nil {
+	if err := e.startAgain(ctx, name, start); err != nil && ctx.Err() == nil {
 		e.t.Errorf("%s did not start again: %v", name, err)
 	}
 	e.mu.Lock()
 	e.restarts++
 	e.mu.Unlock()
+}
+
+// startAgain runs start until it succeeds, for up to 3 minutes, and
+// returns the last failure with the end of the component's log.
+func (e *env) startAgain(ctx context.Context, name string, start func() error) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
+		if last = start(); last != nil {
+			last = fmt.Errorf("%w; its log ends: %s", last, e.logTail(name))
+			e.logf("starting %s: %v", name, last)
+			_ = e.c.StopProcess(name, syscall.SIGKILL)
+		}
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%v (%w)", last, err)
+	}
+	return nil
+}
+
+// logTail is the last lines of a component's log, on one line.
+func (e *env) logTail(name string) string {
+	b, _ := os.ReadFile(e.c.LogFile(name))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-3):], " | ")
 }
 
 func (e *env) logf(format string, args ...any) {

@@ -198,7 +198,11 @@ func (e *env) settled(ctx context.Context, w *workload) (bool, string, error) {
 		return false, why, nil
 	}
 	if w.PreNormal {
-		resp, err := e.reg.Get(ctx, "/services/"+e.ns+"/"+w.Name+"/", clientv3.WithPrefix())
+		// The etcd client waits out its context for a registry that is
+		// down; a step's poll must see that, not hang on it.
+		readCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		resp, err := e.reg.Get(readCtx, "/services/"+e.ns+"/"+w.Name+"/", clientv3.WithPrefix())
 		if err != nil {
 			return false, "reading the registry: " + err.Error(), nil
 		}

@@ -25,7 +25,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,6 +36,7 @@ import (
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/disruption"
+	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	"github.com/lifeline-k8s/lifeline/internal/podbudget/budget"
 	"github.com/lifeline-k8s/lifeline/internal/podbudget/workload"
@@ -61,6 +61,10 @@ var (
 		Help:    "How long one conditional write of a PodUnavailableBudget's status by the admission took at the API server, by result (written, conflict, error).",
 		Buckets: prometheus.ExponentialBucketsRange(0.0002, 2, 24),
 	}, []string{"result"})
+	settledDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lifeline_pub_settled_records_dropped_total",
+		Help: "Records of disruptions that had happened (the pod terminating or gone) that the admission dropped from a PodUnavailableBudget's status in a write it made anyway, ahead of the controller.",
+	})
 	batchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "lifeline_pub_admission_batch_size",
 		Help:    "How many disruptions of one budget one status write decided.",
@@ -68,7 +72,9 @@ var (
 	})
 )
 
-func init() { metrics.Registry.MustRegister(admissions, latency, statusWrites, batchSize) }
+func init() {
+	metrics.Registry.MustRegister(admissions, latency, statusWrites, settledDropped, batchSize)
+}
 
 // Guard is the PodUnavailableBudget pod admission feature. Its zero
 // queues are ready to use; one process should have one Guard (see Take).
@@ -78,7 +84,7 @@ type Guard struct {
 	Cache, Live client.Reader
 	Writer      client.Client
 	// Pods finds a pod in the cache without copying it (the manager's pod
-	// index); without it pods are read through Cache.
+	// index); without it pods are read through Cache, with a copy.
 	Pods     PodFinder
 	Recorder events.EventRecorder
 	Now      func() time.Time
@@ -108,17 +114,12 @@ type PodFinder interface {
 }
 
 // lookup finds pods of namespace for budget.DropSettled.
-func (g *Guard) lookup(ctx context.Context, namespace string) func(string) (*corev1.Pod, bool) {
+func (g *Guard) lookup(namespace string) func(string) (*corev1.Pod, bool) {
+	var pods PodFinder = ownerindex.ListedPods{Reader: g.Cache}
 	if g.Pods != nil {
-		return func(name string) (*corev1.Pod, bool) { return g.Pods.CachedPod(namespace, name) }
+		pods = g.Pods
 	}
-	return func(name string) (*corev1.Pod, bool) {
-		pod := &corev1.Pod{}
-		err := g.Cache.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, pod)
-		// Only a pod known gone counts as gone: a failed read keeps the
-		// record.
-		return pod, err == nil || !apierrors.IsNotFound(err)
-	}
+	return func(name string) (*corev1.Pod, bool) { return pods.CachedPod(namespace, name) }
 }
 
 // DefaultDeadline leaves half a second of the pod webhooks' 2 s timeout for

@@ -197,7 +197,7 @@ func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, 
 		status := pub.Status.DeepCopy()
 		withdrawn := applyWithdrawals(status, back)
 		// Rides along with a write that is made anyway, never one alone.
-		budget.DropSettled(status, g.lookup(ctx, key.Namespace), now)
+		dropped := budget.DropSettled(status, g.lookup(key.Namespace), now)
 		decisions, recorded := decide(pub, status, asks, now)
 		if !recorded && !withdrawn {
 			answerAll(asks, pub, decisions, nil, now)
@@ -210,6 +210,7 @@ func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, 
 		err = g.writeStatus(ctx, updated, len(asks))
 		switch {
 		case err == nil:
+			settledDropped.Add(float64(dropped))
 			g.setLast(q, updated)
 			g.settle(key, asks, answerAll(asks, updated, decisions, nil, now), decisions, now)
 			g.drop(key, back)

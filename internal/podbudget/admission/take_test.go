@@ -171,6 +171,7 @@ func TestWritesDropSettledRecords(t *testing.T) {
 	var writes atomic.Int64
 	c := fakeAPI(t, func(context.Context) error { writes.Add(1); return nil }, pub, terminating, readyPod(2))
 	g := &Guard{Cache: c, Live: c, Writer: c, Recorder: events.NewFakeRecorder(100), Now: time.Now}
+	droppedBefore := testutil.ToFloat64(settledDropped)
 
 	// p1 again: terminating, so free, and nothing is written.
 	if v, err := g.Take(context.Background(), Request{Pod: terminating, Op: policyv1alpha1.PubEvictOperation}); err != nil || !v.Allowed {
@@ -193,6 +194,9 @@ func TestWritesDropSettledRecords(t *testing.T) {
 	slices.Sort(kept)
 	if !slices.Equal(kept, []string{"p2", "p4"}) || got.Status.UnavailableAllowed != 1 {
 		t.Errorf("records %v, %d allowed left; want [p2 p4], 1", kept, got.Status.UnavailableAllowed)
+	}
+	if n := testutil.ToFloat64(settledDropped) - droppedBefore; n != 2 {
+		t.Errorf("lifeline_pub_settled_records_dropped_total grew by %v, want 2 (p1, p3)", n)
 	}
 }
 

@@ -188,15 +188,15 @@ const AbsentGrace = 3 * time.Second // 2 s, past records cut to the second
 // cache for a record older than AbsentGrace). lookup finds a pod by name
 // in the cache. The counts stay: such a pod counts as unavailable with or
 // without its record, which Status drops on its next computation anyway.
-// It reports whether anything was dropped.
+// It returns how many records it dropped.
 //
 // The admission applies it before each status write: under a storm of
 // evictions the controller's own writes lose to the admission's on every
 // conflict, so without it the records pile up towards MaxRecords, and the
 // API server's cost of a status write grows with them (about 55 µs a
 // record on an idle API server: 113 ms a write at 2000).
-func DropSettled(st *policyv1alpha1.PodUnavailableBudgetStatus, lookup func(name string) (*corev1.Pod, bool), now time.Time) bool {
-	dropped := false
+func DropSettled(st *policyv1alpha1.PodUnavailableBudgetStatus, lookup func(name string) (*corev1.Pod, bool), now time.Time) int {
+	dropped := 0
 	for _, records := range []map[string]metav1.Time{st.DisruptedPods, st.UnavailablePods} {
 		for name, at := range records {
 			pod, found := lookup(name)
@@ -204,7 +204,7 @@ func DropSettled(st *policyv1alpha1.PodUnavailableBudgetStatus, lookup func(name
 				continue
 			}
 			delete(records, name)
-			dropped = true
+			dropped++
 		}
 	}
 	return dropped

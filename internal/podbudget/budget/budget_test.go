@@ -308,8 +308,8 @@ func TestDropSettled(t *testing.T) {
 		},
 		UnavailablePods: map[string]metav1.Time{"updating": ago(time.Second), "gone-too": ago(time.Minute)},
 	}
-	if !DropSettled(&st, lookup, now) {
-		t.Fatal("nothing dropped")
+	if n := DropSettled(&st, lookup, now); n != 4 {
+		t.Fatalf("dropped %d records, want 4", n)
 	}
 	var kept []string
 	for _, m := range []map[string]metav1.Time{st.DisruptedPods, st.UnavailablePods} {
@@ -324,8 +324,8 @@ func TestDropSettled(t *testing.T) {
 	if st.UnavailableAllowed != 3 || st.CurrentAvailable != 10 {
 		t.Errorf("counts changed: %+v", st)
 	}
-	if DropSettled(&st, lookup, now) {
-		t.Error("a second pass dropped more")
+	if n := DropSettled(&st, lookup, now); n != 0 {
+		t.Errorf("a second pass dropped %d more", n)
 	}
 }
 
