@@ -10,12 +10,15 @@ import (
 )
 
 // FreePorts picks n distinct free loopback ports below the kernel's
-// ephemeral range. Components are started again on their ports (etcd and
-// the API server after a restart, a registry after an outage), and while
-// one is down, any process's outgoing connection may take its port as a
-// local port if the port lies in the ephemeral range: the component then
-// cannot bind it (seen in CI: a chaos run's registry never came back).
-// Ports below the range are only ever taken by an explicit bind.
+// ephemeral range, at random. Components are started again on their
+// ports (etcd and the API server after a restart, a registry after an
+// outage), and while one is down any other process may take its port if
+// it lies in that range: every bind to port 0 draws from it, and so do
+// outgoing connections. Below the range a port is taken only by a bind
+// that names it, such as another FreePorts pick, which a random start
+// over 17,000 ports makes unlikely. (A chaos run in CI whose registry
+// showed every sign of never coming back led to this; its log did not
+// show the cause.)
 func FreePorts(n int) ([]int, error) {
 	lo, hi := fixedRange()
 	if hi-lo < 1000 {
