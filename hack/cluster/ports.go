@@ -7,29 +7,45 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // FreePorts picks n distinct free loopback ports below the kernel's
-// ephemeral range, at random. Components are started again on their
-// ports (etcd and the API server after a restart, a registry after an
-// outage), and while one is down any other process may take its port if
-// it lies in that range: every bind to port 0 draws from it, and so do
-// outgoing connections. Below the range a port is taken only by a bind
-// that names it, such as another FreePorts pick, which a random start
-// over 17,000 ports makes unlikely. (A chaos run in CI whose registry
-// showed every sign of never coming back led to this; its log did not
-// show the cause.)
+// ephemeral range. Components are started again on their ports (etcd and
+// the API server after a restart, a registry after an outage), and while
+// one is down any other process may take its port if it lies in that
+// range: every bind to port 0 draws from it, and so do outgoing
+// connections. Below the range a port is taken only by a bind that names
+// it, such as another test process's FreePorts. Each process therefore
+// walks the range from a random start of its own and never goes back, so
+// two processes pick the same port only once their walks meet (each
+// uses a few hundred of 17,000). (A chaos run in CI whose registry showed
+// every sign of never coming back led to this; its log did not show the
+// cause.)
 func FreePorts(n int) ([]int, error) {
 	lo, hi := fixedRange()
 	if hi-lo < 1000 {
 		return kernelPorts(n)
 	}
-	return portsFrom(lo, hi, lo+rand.IntN(hi-lo), n)
+	walk.Lock()
+	defer walk.Unlock()
+	if walk.next == 0 {
+		walk.next = lo + rand.IntN(hi-lo)
+	}
+	ports, next, err := portsFrom(lo, hi, walk.next, n)
+	walk.next = next
+	return ports, err
+}
+
+// walk is this process's place in the range.
+var walk struct {
+	sync.Mutex
+	next int
 }
 
 // portsFrom takes the first n ports of lo..hi-1 that can be listened on,
-// from start round.
-func portsFrom(lo, hi, start, n int) ([]int, error) {
+// from start round, and says where to start next.
+func portsFrom(lo, hi, start, n int) ([]int, int, error) {
 	var ports []int
 	var listeners []net.Listener
 	defer func() {
@@ -37,8 +53,9 @@ func portsFrom(lo, hi, start, n int) ([]int, error) {
 			l.Close()
 		}
 	}()
+	port := start
 	for i := 0; i < hi-lo && len(ports) < n; i++ {
-		port := lo + (start-lo+i)%(hi-lo)
+		port = lo + (start-lo+i)%(hi-lo)
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			continue // taken
@@ -46,10 +63,11 @@ func portsFrom(lo, hi, start, n int) ([]int, error) {
 		listeners = append(listeners, l)
 		ports = append(ports, port)
 	}
+	next := lo + (port+1-lo)%(hi-lo)
 	if len(ports) < n {
-		return nil, fmt.Errorf("only %d free ports in %d-%d, want %d", len(ports), lo, hi-1, n)
+		return nil, next, fmt.Errorf("only %d free ports in %d-%d, want %d", len(ports), lo, hi-1, n)
 	}
-	return ports, nil
+	return ports, next, nil
 }
 
 // fixedRange is the span FreePorts draws from: from 15000 (above the

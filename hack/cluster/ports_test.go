@@ -40,9 +40,12 @@ func TestFreePortsSkipsATakenPort(t *testing.T) {
 	}
 	defer l.Close()
 	taken := l.Addr().(*net.TCPAddr).Port
-	got, err := portsFrom(taken, taken+50, taken, 3)
+	got, next, err := portsFrom(taken, taken+50, taken, 3)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if next != got[2]+1 {
+		t.Errorf("next %d, want %d, past the last port given", next, got[2]+1)
 	}
 	for _, p := range got {
 		if p == taken {
@@ -51,5 +54,28 @@ func TestFreePortsSkipsATakenPort(t *testing.T) {
 	}
 	if got[0] <= taken || got[0] >= taken+50 {
 		t.Errorf("got %v, want ports after %d", got, taken)
+	}
+}
+
+// A process walks the range and does not come back to a port it gave,
+// although the port is free again: its component may be down for a
+// restart.
+func TestFreePortsNeverGivesAPortTwice(t *testing.T) {
+	lo, hi := fixedRange()
+	if hi-lo < 1000 {
+		t.Skipf("this machine's ephemeral range starts at %d: FreePorts asks the kernel", hi)
+	}
+	seen := map[int]bool{}
+	for range 100 {
+		ports, err := FreePorts(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ports {
+			if seen[p] {
+				t.Fatalf("port %d given twice", p)
+			}
+			seen[p] = true
+		}
 	}
 }
