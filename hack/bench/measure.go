@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -194,23 +193,13 @@ type audited struct {
 // the latency of their pod writes; and the scheduler's binds.
 func readAudit(path string, offset int64, users []string) (audited, error) {
 	var out audited
-	f, err := os.Open(path)
-	if err != nil {
-		return out, err
-	}
-	defer f.Close()
-	if _, err := f.Seek(offset, 0); err != nil {
-		return out, err
-	}
 	want := map[string]bool{}
 	for _, u := range users {
 		want[u] = true
 	}
 	var writes, bindLatencies []time.Duration
 	var first, last time.Time
-	scanner := bufio.NewScanner(f)
-	scanner.Buffer(make([]byte, 1<<20), 1<<24)
-	for scanner.Scan() {
+	err := cluster.EachAuditEvent(path, offset, func(line []byte) {
 		var event struct {
 			User struct {
 				Username string `json:"username"`
@@ -226,8 +215,8 @@ func readAudit(path string, offset int64, users []string) (audited, error) {
 			Received time.Time `json:"requestReceivedTimestamp"`
 			Done     time.Time `json:"stageTimestamp"`
 		}
-		if json.Unmarshal(scanner.Bytes(), &event) != nil || event.Verb == "watch" {
-			continue
+		if json.Unmarshal(line, &event) != nil || event.Verb == "watch" {
+			return
 		}
 		took := event.Done.Sub(event.Received)
 		if event.Verb == "create" && event.ObjectRef.Resource == "pods" && event.ObjectRef.Subresource == "binding" && event.ResponseStatus.Code == 201 {
@@ -240,23 +229,23 @@ func readAudit(path string, offset int64, users []string) (audited, error) {
 			}
 		}
 		if !want[event.User.Username] {
-			continue
+			return
 		}
 		switch {
 		case event.ObjectRef.Resource == "events":
 			out.events++
-			continue
+			return
 		case event.ObjectRef.Resource == "pods" && slices.Contains([]string{"create", "update", "patch", "delete"}, event.Verb):
 			writes = append(writes, took)
 		}
 		out.requests++
-	}
+	})
 	out.podWriteP50, out.podWriteP99 = percentileMs(writes, 0.5), percentileMs(writes, 0.99)
 	out.binds = binds{Count: len(bindLatencies), P50Ms: percentileMs(bindLatencies, 0.5), P99Ms: percentileMs(bindLatencies, 0.99)}
 	if span := last.Sub(first).Seconds(); span > 0 {
 		out.binds.PerSec = float64(len(bindLatencies)) / span
 	}
-	return out, scanner.Err()
+	return out, err
 }
 
 // percentileMs is the q-quantile of ds in milliseconds, 0 for none.

@@ -1,12 +1,10 @@
 package chaos
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/internal/bridge"
 )
 
@@ -178,52 +177,27 @@ func (r *Recorder) Broken() []string {
 
 // ReadAuditWrites reads the writes (create, update, patch, delete) of
 // clients whose user agent starts with agent from a JSON audit log. It
-// also returns how many events it could not read: the API server's log
-// backend was seen (11-26, a soak run) to leave an event cut short with the
-// next one on the same line; the next one is read, the cut one is counted.
+// also returns how many events of the log it could not read (cut short by
+// the log backend, see cluster.EachAuditEvent).
 func ReadAuditWrites(path, agent string) ([]AuditWrite, int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer f.Close()
 	var out []AuditWrite
 	unread := 0
-	s := bufio.NewScanner(f)
-	s.Buffer(make([]byte, 1<<20), 16<<20)
-	for s.Scan() {
-		if !strings.Contains(s.Text(), agent) {
-			continue
-		}
-		for _, event := range auditEvents(s.Bytes()) {
-			w, ok, err := auditWrite(event, agent)
-			if err != nil {
+	err := cluster.EachAuditEvent(path, 0, func(event []byte) {
+		if !bytes.Contains(event, []byte(agent)) {
+			if !json.Valid(event) { // a cut event may have lost its user agent
 				unread++
-				continue
 			}
-			if ok {
-				out = append(out, w)
-			}
+			return
 		}
-	}
-	return out, unread, s.Err()
-}
-
-// eventStart begins every event of a JSON audit log.
-var eventStart = []byte(`{"kind":"Event",`)
-
-// auditEvents splits a line of the log into the events it holds: one,
-// unless an event was cut short and the next one written after it.
-func auditEvents(line []byte) [][]byte {
-	var events [][]byte
-	for {
-		next := bytes.Index(line[1:], eventStart)
-		if next < 0 {
-			return append(events, line)
+		w, ok, err := auditWrite(event, agent)
+		switch {
+		case err != nil:
+			unread++
+		case ok:
+			out = append(out, w)
 		}
-		events = append(events, line[:next+1])
-		line = line[next+1:]
-	}
+	})
+	return out, unread, err
 }
 
 // auditWrite decodes one event and reports whether it is a completed write
