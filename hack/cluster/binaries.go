@@ -26,7 +26,8 @@ type binary struct {
 	goPackage string // package to build
 	// onDemand binaries are built by Binary when first asked for, not by
 	// Binaries for every cluster: only the migration tests run OpenKruise,
-	// only the krew manifest test runs krew, only make dashboard Prometheus.
+	// only the krew manifest test runs krew, only make dashboard Prometheus,
+	// only a cluster with real nodes the kubelet.
 	onDemand bool
 }
 
@@ -36,6 +37,7 @@ var binaries = []binary{
 	{"kube-controller-manager", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-controller-manager", false},
 	{"kube-scheduler", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-scheduler", false},
 	{"kubectl", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kubectl", false},
+	{"kubelet", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kubelet", true},
 	{"controller-gen", "hack/tools", "sigs.k8s.io/controller-tools", "sigs.k8s.io/controller-tools/cmd/controller-gen", false},
 	{"kwok", "hack/tools/kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok", false},
 	{"consul", "hack/tools/consul", "github.com/hashicorp/consul", "github.com/hashicorp/consul", false},

@@ -54,6 +54,10 @@ type Options struct {
 	FeatureGates string
 	// Profile is how long the simulated kubelets take; Instant when empty.
 	Profile Profile
+	// RealNodes is the number of real nodes beside the simulated ones: a
+	// kubelet and a containerd each, running containers (see realnode.go).
+	// They carry RealNodeTaint, so only pods that tolerate it run there.
+	RealNodes int
 }
 
 // Cluster is a running local control plane with simulated nodes.
@@ -70,6 +74,9 @@ type Cluster struct {
 	profile Profile
 	// NodeNames are the simulated nodes.
 	NodeNames []string
+	// realNodes are the real ones (RealNodeNames).
+	realNodes []*realNode
+	stopErrs  []error
 	// EtcdURL is where the cluster's etcd serves clients, for a watch
 	// of every write that needs no API server.
 	EtcdURL string
@@ -132,6 +139,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.startNodes(ctx, opts); err != nil {
 		return nil, err
 	}
+	if err := c.startRealNodes(ctx, opts.RealNodes); err != nil {
+		return nil, err
+	}
 	if err := c.createDefaultStorageClass(ctx); err != nil {
 		return nil, err
 	}
@@ -171,6 +181,13 @@ func (c *Cluster) startControlPlane(ctx context.Context, opts Options) error {
 	loopback := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")}
 	servingCert, servingKey, err := ca.issue("apiserver", pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth,
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}, loopback)
+	if err != nil {
+		return err
+	}
+	// The API server's client certificate towards the kubelets (logs,
+	// exec, port-forward), which authorize it through the API server.
+	kubeletClientCert, kubeletClientKey, err := ca.issue("apiserver-kubelet-client",
+		pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}}, x509.ExtKeyUsageClientAuth, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -223,6 +240,8 @@ func (c *Cluster) startControlPlane(ctx context.Context, opts Options) error {
 		"--cert-dir=" + pki,
 		"--tls-cert-file=" + servingCert, "--tls-private-key-file=" + servingKey,
 		"--client-ca-file=" + ca.caFile(),
+		"--kubelet-client-certificate=" + kubeletClientCert, "--kubelet-client-key=" + kubeletClientKey,
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + saPub,
 		"--service-account-signing-key-file=" + saKey,

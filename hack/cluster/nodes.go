@@ -113,7 +113,11 @@ func (c *Cluster) startKwok(profile Profile) error {
 	return c.run("kwok",
 		"--kubeconfig="+kwokKubeconfig,
 		"--config="+kwokConfig,
-		"--manage-all-nodes=true",
+		// Only the nodes it registers: a real node's status, lease and
+		// pods are its kubelet's (kwok taking them over fakes a Running
+		// pod whose sandbox failed).
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		// Leases keep nodes Ready without a status write every few
 		// seconds; without them nodes flap NotReady.
 		"--node-lease-duration-seconds=40",

@@ -25,8 +25,11 @@ type process struct {
 	env  []string
 }
 
-// Stop ends every component, newest first, and waits for each to exit.
+// Stop ends every component, newest first, and waits for each to exit;
+// the real nodes go first, with what they made outside the cluster's
+// folder (StopErrors says what could not be removed).
 func (c *Cluster) Stop() {
+	c.stopErrs = append(c.stopErrs, c.stopRealNodes()...)
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		p := c.procs[i]
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
@@ -39,6 +42,9 @@ func (c *Cluster) Stop() {
 	}
 	c.procs = nil
 }
+
+// StopErrors are what the last Stop could not clean up.
+func (c *Cluster) StopErrors() []error { return c.stopErrs }
 
 // StopProcess ends one component with sig and waits for it to exit; it is
 // no longer part of the cluster until started again.

@@ -211,6 +211,7 @@ func waitEntries(t *testing.T, etcd *clientv3.Client, cs *appsv1alpha1.CloneSet,
 type registryLog struct {
 	mu     sync.Mutex
 	events []string // "put <key>" or "delete <key>"
+	seen   []time.Time
 }
 
 // watchRegistry records every write under prefix with a watch of the
@@ -239,6 +240,7 @@ func watchRegistry(t *testing.T, etcd *clientv3.Client, prefix string) *registry
 						kind = "delete"
 					}
 					l.events = append(l.events, kind+" "+string(ev.Kv.Key))
+					l.seen = append(l.seen, time.Now())
 				}
 				l.mu.Unlock()
 			}
@@ -270,6 +272,19 @@ func (l *registryLog) history(key string) []string {
 		}
 	}
 	return out
+}
+
+// firstDeleteAt is when the watch saw key deleted first (zero if never):
+// the delete happened no later.
+func (l *registryLog) firstDeleteAt(key string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, e := range l.events {
+		if e == "delete "+key {
+			return l.seen[i]
+		}
+	}
+	return time.Time{}
 }
 
 // hasSeq reports whether want occurs in got in order (not necessarily

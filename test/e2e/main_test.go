@@ -27,7 +27,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, "lifeline-e2e-", func(c *cluster.Cluster) error {
+	// Two real nodes beside kwok's, for the tests whose pods must run real
+	// containers (realnode_test.go); the rest never tolerate them.
+	os.Exit(testenv.RunWith(m, "lifeline-e2e-", cluster.Options{RealNodes: 2}, func(c *cluster.Cluster) error {
 		local = c
 		cfg := rest.CopyConfig(local.Config)
 		cfg.QPS, cfg.Burst = 200, 400 // the tests' own client must not be what is slow

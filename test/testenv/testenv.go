@@ -26,6 +26,11 @@ import (
 // code for TestMain. The components' logs are kept when a test failed or
 // LIFELINE_E2E_KEEP_LOGS is set.
 func Run(m *testing.M, prefix string, setup func(*cluster.Cluster) error) int {
+	return RunWith(m, prefix, cluster.Options{}, setup)
+}
+
+// RunWith is Run with a cluster of opts (its Dir and Progress are Run's).
+func RunWith(m *testing.M, prefix string, opts cluster.Options, setup func(*cluster.Cluster) error) int {
 	// envtest's helpers log through controller-runtime; the tests have
 	// nothing to say there.
 	ctrllog.SetLogger(logr.Discard())
@@ -34,7 +39,8 @@ func Run(m *testing.M, prefix string, setup func(*cluster.Cluster) error) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	c, err := cluster.Start(context.Background(), cluster.Options{Dir: dir, Progress: os.Stderr})
+	opts.Dir, opts.Progress = dir, os.Stderr
+	c, err := cluster.Start(context.Background(), opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the local cluster:", err, "(logs in", dir+"/logs)")
 		return 1
@@ -46,6 +52,10 @@ func Run(m *testing.M, prefix string, setup func(*cluster.Cluster) error) int {
 	}
 	code := m.Run()
 	c.Stop()
+	for _, err := range c.StopErrors() {
+		fmt.Fprintln(os.Stderr, "tearing the cluster down:", err)
+		code = 1
+	}
 	if code == 0 && os.Getenv("LIFELINE_E2E_KEEP_LOGS") == "" {
 		os.RemoveAll(dir)
 	} else {

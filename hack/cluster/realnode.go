@@ -1,0 +1,360 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// RealNodeTaint keeps pods off the real nodes unless they tolerate it: a
+// test (or the demo) picks real containers per workload with a toleration
+// and a node selector on RealNodeLabel.
+var RealNodeTaint = corev1.Taint{Key: "node.lifeline.dev/real", Value: "true", Effect: corev1.TaintEffectNoSchedule}
+
+// RealNodeLabel is set to "true" on every real node.
+const RealNodeLabel = "node.lifeline.dev/real"
+
+// RealNodeToleration tolerates RealNodeTaint.
+func RealNodeToleration() corev1.Toleration {
+	return corev1.Toleration{Key: RealNodeTaint.Key, Operator: corev1.TolerationOpEqual, Value: RealNodeTaint.Value, Effect: RealNodeTaint.Effect}
+}
+
+// A realNode is a kubelet with a containerd of its own. Everything either
+// writes is under dir, but for what the two put outside any configurable
+// root (docs/local-cluster.md lists it), which tearDownRealNode removes.
+type realNode struct {
+	name string
+	dir  string
+	// cgroupRoot is the kubelet's cgroup root, one per node, so that two
+	// clusters' kubelets on one machine never share kubepods.
+	cgroupRoot string
+}
+
+func (n *realNode) socket() string { return filepath.Join(n.dir, "containerd.sock") }
+
+// RealNodeNames are the cluster's real nodes (Options.RealNodes).
+func (c *Cluster) RealNodeNames() []string {
+	var names []string
+	for _, n := range c.realNodes {
+		names = append(names, n.name)
+	}
+	return names
+}
+
+// RealNodeCgroupRoots are the real nodes' kubelet cgroup roots (the same
+// path in every hierarchy).
+func (c *Cluster) RealNodeCgroupRoots() []string {
+	var roots []string
+	for _, n := range c.realNodes {
+		roots = append(roots, n.cgroupRoot)
+	}
+	return roots
+}
+
+// EventsDir is the folder the real nodes' test containers log their life
+// to (testapp's EVENTS_DIR, mounted as a hostPath).
+func (c *Cluster) EventsDir() string { return filepath.Join(c.Dir, "events") }
+
+// startRealNodes installs the runtime if the machine lacks it, builds the
+// kubelet, the CNI plugin and the test images, and starts each node; it
+// returns once every node is Ready with only RealNodeTaint left.
+func (c *Cluster) startRealNodes(ctx context.Context, count int) error {
+	if count == 0 {
+		return nil
+	}
+	if err := EnsureRuntime(ctx, c.progress); err != nil {
+		return err
+	}
+	kubelet, err := Binary(ctx, "kubelet", c.progress)
+	if err != nil {
+		return err
+	}
+	c.Binaries["kubelet"] = kubelet
+	shared := filepath.Join(c.Dir, "realnodes")
+	if err := os.MkdirAll(filepath.Join(shared, "bin"), 0o755); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.EventsDir(), 0o777); err != nil {
+		return err
+	}
+	if err := os.Chmod(c.EventsDir(), 0o777); err != nil { // the containers run as non-root
+		return err
+	}
+	if err := c.buildCNI(ctx, shared); err != nil {
+		return err
+	}
+	images, err := c.buildTestImages(ctx, shared)
+	if err != nil {
+		return err
+	}
+	// The kubelet's client certificate, and the API server's to call it.
+	id := clusterID(c.Dir)
+	for i := 0; i < count; i++ {
+		n := &realNode{name: fmt.Sprintf("real-node-%d", i), dir: filepath.Join(shared, fmt.Sprintf("node-%d", i)),
+			cgroupRoot: fmt.Sprintf("/lifeline-%s-%d", id, i)}
+		c.realNodes = append(c.realNodes, n)
+		fmt.Fprintf(c.progress, "starting real node %s (containerd %s, runc, kubelet)\n", n.name, runtimeVersions["containerd"])
+		if err := c.startContainerd(ctx, n, shared); err != nil {
+			return err
+		}
+		if err := c.importImages(ctx, n, images); err != nil {
+			return err
+		}
+		if err := c.startKubelet(ctx, n); err != nil {
+			return err
+		}
+	}
+	return c.waitRealNodes(ctx)
+}
+
+// clusterID names a cluster's cgroups: short, and the same for its folder.
+func clusterID(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return hex.EncodeToString(sum[:4])
+}
+
+func (c *Cluster) startContainerd(ctx context.Context, n *realNode, shared string) error {
+	for _, sub := range []string{"root", "state", "runc", "opt", "cni/net.d", "cni/bin", "cni/ipam", "cni/netns"} {
+		if err := os.MkdirAll(filepath.Join(n.dir, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	// containerd calls plugins by type from one folder: ours, and Debian's
+	// loopback (for lo) and host-local (the addresses).
+	links := map[string]string{
+		"lifeline-cni": filepath.Join(shared, "bin", "lifeline-cni"),
+		"loopback":     filepath.Join(cniPluginDir, "loopback"),
+		"host-local":   filepath.Join(cniPluginDir, "host-local"),
+	}
+	for name, target := range links {
+		link := filepath.Join(n.dir, "cni/bin", name)
+		_ = os.Remove(link)
+		if err := os.Symlink(target, link); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(n.dir, "cni/net.d/10-lifeline.conflist"), []byte(cniConfig(n)), 0o644); err != nil {
+		return err
+	}
+	config := filepath.Join(n.dir, "containerd.toml")
+	if err := os.WriteFile(config, []byte(containerdConfig(n)), 0o644); err != nil {
+		return err
+	}
+	if err := c.StartProcess("containerd-"+n.name, runtimePaths["containerd"], "--config="+config); err != nil {
+		return err
+	}
+	return c.poll(ctx, "containerd of "+n.name, time.Minute, func(ctx context.Context) (bool, error) {
+		return exec.CommandContext(ctx, runtimePaths["ctr"], "--address="+n.socket(), "version").Run() == nil, nil
+	})
+}
+
+// nodeSubnets gives each real node's pods their own range of TEST-NET-1
+// (192.0.2.0/24, never routed), 64 addresses a node.
+func nodeSubnet(n *realNode) string {
+	var i int
+	fmt.Sscanf(n.name, "real-node-%d", &i)
+	return fmt.Sprintf("192.0.2.%d/26", (i%4)*64)
+}
+
+func cniConfig(n *realNode) string {
+	return fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": "lifeline",
+  "plugins": [{
+    "type": "lifeline-cni",
+    "recordDir": %q,
+    "ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": %q}]]}
+  }]
+}
+`, filepath.Join(n.dir, "cni/netns"), filepath.Join(n.dir, "cni/ipam"), nodeSubnet(n))
+}
+
+// containerdConfig keeps containerd's files under the node's folder where
+// it allows (root, state, sockets, runc's state, /opt), with the settings
+// this kind of machine needs (docs/local-cluster.md says why each).
+func containerdConfig(n *realNode) string {
+	return fmt.Sprintf(`version = 2
+root = %[1]q
+state = %[2]q
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+
+[grpc]
+  address = %[3]q
+
+[ttrpc]
+  address = %[4]q
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = %[5]q
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %[6]q
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        BinaryName = %[7]q
+        Root = %[8]q
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = %[9]q
+    conf_dir = %[10]q
+    max_conf_num = 1
+`, filepath.Join(n.dir, "root"), filepath.Join(n.dir, "state"), n.socket(), n.socket()+".ttrpc",
+		filepath.Join(n.dir, "opt"), PauseImage, runtimePaths["runc"], filepath.Join(n.dir, "runc"),
+		filepath.Join(n.dir, "cni/bin"), filepath.Join(n.dir, "cni/net.d"))
+}
+
+func (c *Cluster) importImages(ctx context.Context, n *realNode, tarball string) error {
+	out, err := exec.CommandContext(ctx, runtimePaths["ctr"], "--address="+n.socket(), "--namespace=k8s.io",
+		"images", "import", "--no-unpack=false", tarball).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("importing the test images into %s: %w\n%s", n.name, err, out)
+	}
+	return nil
+}
+
+func (c *Cluster) startKubelet(ctx context.Context, n *realNode) error {
+	kubeconfig, err := c.writeKubeconfig("kubelet-"+n.name, pkix.Name{CommonName: "system:node:" + n.name, Organization: []string{"system:nodes"}})
+	if err != nil {
+		return err
+	}
+	cert, key, err := c.ca.issue("kubelet-serving-"+n.name, pkix.Name{CommonName: n.name}, x509.ExtKeyUsageServerAuth,
+		[]string{n.name, "localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
+	if err != nil {
+		return err
+	}
+	if err := makeCgroupRoot(n.cgroupRoot); err != nil {
+		return err
+	}
+	ports, err := FreePorts(1) // restarted on its own port, like etcd
+	if err != nil {
+		return err
+	}
+	config := filepath.Join(n.dir, "kubelet.yaml")
+	if err := os.WriteFile(config, []byte(kubeletConfig(n, ports[0], c.ca.caFile(), cert, key)), 0o644); err != nil {
+		return err
+	}
+	return c.StartProcess("kubelet-"+n.name, c.Binaries["kubelet"],
+		"--config="+config,
+		"--kubeconfig="+kubeconfig,
+		"--hostname-override="+n.name,
+		"--root-dir="+filepath.Join(n.dir, "kubelet"),
+		// No zone: a topology spread over zones must not count a zone
+		// whose only node no pod of it tolerates.
+		"--node-labels="+strings.Join([]string{RealNodeLabel + "=true", "type=real"}, ","),
+		"--v=1",
+	)
+}
+
+// kubeletConfig is the kubelet's configuration: cgroup v1 with cgroupfs
+// (this machine's layout), its own cgroup root, a client CA for the API
+// server's calls (logs, exec), no read-only port, and eviction and image
+// garbage collection that do not fire on a shared disk that is mostly full.
+func kubeletConfig(n *realNode, port int, clientCA, cert, key string) string {
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+port: %d
+healthzPort: 0
+readOnlyPort: 0
+failCgroupV1: false
+failSwapOn: false
+cgroupDriver: cgroupfs
+cgroupRoot: %s
+containerRuntimeEndpoint: unix://%s
+podLogsDir: %s
+tlsCertFile: %s
+tlsPrivateKeyFile: %s
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: %s}
+authorization:
+  mode: Webhook
+evictionHard:
+  memory.available: "100Mi"
+  nodefs.available: "1%%"
+  nodefs.inodesFree: "1%%"
+  imagefs.available: "1%%"
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+registerWithTaints:
+- {key: %s, value: %q, effect: %s}
+resolvConf: ""
+hairpinMode: none
+serializeImagePulls: false
+maxPods: 60
+nodeStatusReportFrequency: 1m
+`, port, n.cgroupRoot, n.socket(), filepath.Join(n.dir, "pod-logs"), cert, key, clientCA,
+		RealNodeTaint.Key, RealNodeTaint.Value, RealNodeTaint.Effect)
+}
+
+// waitRealNodes gives each registered real node its address and waits
+// until it is Ready with the not-ready taint lifted.
+func (c *Cluster) waitRealNodes(ctx context.Context) error {
+	client, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	addressed := map[string]bool{}
+	return c.poll(ctx, "real nodes Ready", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		ready := 0
+		for _, n := range c.realNodes {
+			node, err := client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			if !addressed[n.name] {
+				if err := setLoopbackAddress(ctx, client, node); err != nil {
+					return false, nil
+				}
+				addressed[n.name] = true
+				continue
+			}
+			if nodeReady(node) && onlyRealNodeTaint(node) {
+				ready++
+			}
+		}
+		return ready == len(c.realNodes), nil
+	})
+}
+
+// setLoopbackAddress gives a node InternalIP 127.0.0.1: the kubelet
+// refuses a loopback --node-ip and then registers no address at all, so
+// host-network pods would get no IP and the API server could not reach
+// the kubelet. The kubelet leaves an address it did not set alone.
+func setLoopbackAddress(ctx context.Context, client kubernetes.Interface, node *corev1.Node) error {
+	patch := fmt.Sprintf(`{"status":{"addresses":[{"type":"InternalIP","address":"127.0.0.1"},{"type":"Hostname","address":%q}]}}`, node.Name)
+	_, err := client.CoreV1().Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+	return err
+}
+
+func onlyRealNodeTaint(node *corev1.Node) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Key != RealNodeTaint.Key {
+			return false
+		}
+	}
+	return true
+}
