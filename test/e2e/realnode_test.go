@@ -466,7 +466,9 @@ func TestRealNodeAdvancedStatefulSetUpdatesInPlace(t *testing.T) {
 	before := snapshotPods(t, livePods(t, ns, "app=db"))
 	inPlaceReady, ready := conditionTrail(t, ns, pub.InPlaceUpdateReady), conditionTrail(t, ns, corev1.PodReady)
 
-	updateAdvancedStatefulSet(t, set, func(s *appsv1beta1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = cluster.TestAppImage("v2") })
+	updateAdvancedStatefulSet(t, set, func(s *appsv1beta1.StatefulSet) {
+		s.Spec.Template.Spec.Containers[0].Image = cluster.TestAppImage("v2")
+	})
 	waitAdvancedStatefulSet(t, set, "2 pods updated and Ready", stsSettled(2))
 	before.check(t, livePods(t, ns, "app=db"), inPlaceReady, ready)
 }
@@ -505,7 +507,9 @@ func TestRealNodeNeverReadyImageStopsTheRollout(t *testing.T) {
 		Selector: &metav1.LabelSelector{MatchLabels: cs.Spec.Selector.MatchLabels}, MaxUnavailable: ptr.To(intstr.FromInt32(1))}))
 	waitBudget(t, ns, "stuck", policyv1alpha1.PodUnavailableBudgetStatus{TotalReplicas: 3, DesiredAvailable: 2, CurrentAvailable: 3, UnavailableAllowed: 1})
 
-	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Template.Spec.Containers[0].Image = cluster.TestAppImage("broken") })
+	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) {
+		c.Spec.Template.Spec.Containers[0].Image = cluster.TestAppImage("broken")
+	})
 	var broken string
 	eventually(t, time.Minute, "one pod running the broken image, unready", func(context.Context) (bool, string, error) {
 		for _, p := range clonePods(t, cs) {
