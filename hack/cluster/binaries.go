@@ -116,7 +116,7 @@ func Binary(ctx context.Context, name string, progress io.Writer) (string, error
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(cache, "bin", b.name+"-"+version)
+	dir := filepath.Join(cache, "bin", b.name+"-"+version+buildRecipe(b))
 	path := filepath.Join(dir, b.name)
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
@@ -136,13 +136,39 @@ func Binary(ctx context.Context, name string, progress io.Writer) (string, error
 		fmt.Fprintf(progress, "building %s %s (first time only; cached in %s)\n", b.name, version, dir)
 	}
 	tmp := path + ".tmp"
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, b.goPackage)
+	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", tmp}, append(versionFlags(b, version), b.goPackage)...)...)
 	cmd.Dir = toolsDir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("building %s: %w\n%s", b.name, err, out)
 	}
 	return path, os.Rename(tmp, path)
+}
+
+// versionFlags stamp Kubernetes' binaries with their version, as its
+// release builds do: unstamped, they report v0.0.0-master, which a chart's
+// kubeVersion constraint refuses and kubectl get nodes shows for a kubelet.
+func versionFlags(b *binary, version string) []string {
+	if b.module != "k8s.io/kubernetes" {
+		return nil
+	}
+	major, minor, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	var x []string
+	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+		x = append(x, "-X "+pkg+".gitVersion="+version, "-X "+pkg+".gitMajor="+major, "-X "+pkg+".gitMinor="+minor,
+			"-X "+pkg+".gitTreeState=clean")
+	}
+	return []string{"-ldflags=" + strings.Join(x, " ")}
+}
+
+// buildRecipe names how a binary is built beside its version, so that a
+// cached binary of an older recipe is built again.
+func buildRecipe(b *binary) string {
+	if b.module == "k8s.io/kubernetes" {
+		return "-stamped"
+	}
+	return ""
 }
 
 // Binaries returns the paths of all binaries but the on-demand ones, by

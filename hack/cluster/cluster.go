@@ -242,6 +242,10 @@ func (c *Cluster) startControlPlane(ctx context.Context, opts Options) error {
 		"--client-ca-file=" + ca.caFile(),
 		"--kubelet-client-certificate=" + kubeletClientCert, "--kubelet-client-key=" + kubeletClientKey,
 		"--kubelet-preferred-address-types=InternalIP,Hostname",
+		// Webhooks and conversions behind a Service are called at its
+		// endpoints' addresses: the cluster has no kube-proxy to route a
+		// ClusterIP (the chart's Service, on real nodes).
+		"--enable-aggregator-routing=true",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + saPub,
 		"--service-account-signing-key-file=" + saKey,

@@ -6,11 +6,14 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +45,9 @@ type realNode struct {
 	// cgroupRoot is the kubelet's cgroup root, one per node, so that two
 	// clusters' kubelets on one machine never share kubepods.
 	cgroupRoot string
+	// ip is the node's InternalIP, its address in net.
+	ip  net.IP
+	net *nodeNet
 }
 
 func (n *realNode) socket() string { return filepath.Join(n.dir, "containerd.sock") }
@@ -76,6 +82,12 @@ func (c *Cluster) startRealNodes(ctx context.Context, count int) error {
 	if count == 0 {
 		return nil
 	}
+	if err := checkPodNetwork(); err != nil {
+		return err
+	}
+	if count > 4 {
+		return fmt.Errorf("%d real nodes: the pod network has room for 4", count)
+	}
 	if err := EnsureRuntime(ctx, c.progress); err != nil {
 		return err
 	}
@@ -107,6 +119,13 @@ func (c *Cluster) startRealNodes(ctx context.Context, count int) error {
 		n := &realNode{name: fmt.Sprintf("real-node-%d", i), dir: filepath.Join(shared, fmt.Sprintf("node-%d", i)),
 			cgroupRoot: fmt.Sprintf("/lifeline-%s-%d", id, i)}
 		c.realNodes = append(c.realNodes, n)
+		if n.net, err = newNodeNet(id, i); err != nil {
+			return err
+		}
+		n.ip = n.net.nodeIP
+		if err := n.net.forward(c.apiPort()); err != nil {
+			return err
+		}
 		fmt.Fprintf(c.progress, "starting real node %s (containerd %s, runc, kubelet)\n", n.name, runtimeVersions["containerd"])
 		if err := c.startContainerd(ctx, n, shared); err != nil {
 			return err
@@ -125,6 +144,49 @@ func (c *Cluster) startRealNodes(ctx context.Context, count int) error {
 func clusterID(dir string) string {
 	sum := sha256.Sum256([]byte(dir))
 	return hex.EncodeToString(sum[:4])
+}
+
+// RealNodeNetworks are the real nodes' network namespaces (their files)
+// and the machine's ends of their veth pairs.
+func (c *Cluster) RealNodeNetworks() (namespaces, links []string) {
+	for _, n := range c.realNodes {
+		namespaces = append(namespaces, n.net.path())
+		links = append(links, n.net.hostIf)
+	}
+	return namespaces, links
+}
+
+// ExposeToRealNodes makes a loopback port of the machine (a registry a
+// test runs) reachable on the same loopback port inside every real node,
+// for host-network pods there.
+func (c *Cluster) ExposeToRealNodes(port int) error {
+	for _, n := range c.realNodes {
+		if err := n.net.forward(port); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) apiPort() int {
+	u, _ := url.Parse(c.server)
+	port, _ := strconv.Atoi(u.Port())
+	return port
+}
+
+// startInNode runs a node's component inside its network namespace.
+func (c *Cluster) startInNode(n *realNode, name, path string, args ...string) error {
+	return c.StartProcess(name, "/usr/bin/nsenter", append([]string{"--net=" + n.net.path(), "--", path}, args...)...)
+}
+
+// RealNodeIP is a real node's InternalIP (nil for another name).
+func (c *Cluster) RealNodeIP(name string) net.IP {
+	for _, n := range c.realNodes {
+		if n.name == name {
+			return n.ip
+		}
+	}
+	return nil
 }
 
 func (c *Cluster) startContainerd(ctx context.Context, n *realNode, shared string) error {
@@ -154,7 +216,7 @@ func (c *Cluster) startContainerd(ctx context.Context, n *realNode, shared strin
 	if err := os.WriteFile(config, []byte(containerdConfig(n)), 0o644); err != nil {
 		return err
 	}
-	if err := c.StartProcess("containerd-"+n.name, runtimePaths["containerd"], "--config="+config); err != nil {
+	if err := c.startInNode(n, "containerd-"+n.name, runtimePaths["containerd"], "--config="+config); err != nil {
 		return err
 	}
 	return c.poll(ctx, "containerd of "+n.name, time.Minute, func(ctx context.Context) (bool, error) {
@@ -162,12 +224,35 @@ func (c *Cluster) startContainerd(ctx context.Context, n *realNode, shared strin
 	})
 }
 
-// nodeSubnets gives each real node's pods their own range of TEST-NET-1
-// (192.0.2.0/24, never routed), 64 addresses a node.
+// podNetwork is where the real nodes' pods get their addresses: TEST-NET-2,
+// never routed. (This kind of machine sits on TEST-NET-1 itself;
+// checkPodNetwork refuses a range the machine uses.)
+const podNetwork = "198.51.100.0/24"
+
+// nodeSubnet gives each real node's pods a quarter of podNetwork.
 func nodeSubnet(n *realNode) string {
 	var i int
 	fmt.Sscanf(n.name, "real-node-%d", &i)
-	return fmt.Sprintf("192.0.2.%d/26", (i%4)*64)
+	return fmt.Sprintf("198.51.100.%d/26", (i%4)*64)
+}
+
+// checkPodNetwork refuses to start real nodes on a machine with an
+// address in podNetwork: a pod would share an address with the host.
+func checkPodNetwork() error {
+	_, network, err := net.ParseCIDR(podNetwork)
+	if err != nil {
+		return err
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		if ipnet, ok := a.(*net.IPNet); ok && (network.Contains(ipnet.IP) || ipnet.Contains(network.IP)) {
+			return fmt.Errorf("this machine has the address %s, inside the real nodes' pod network %s", ipnet, podNetwork)
+		}
+	}
+	return nil
 }
 
 func cniConfig(n *realNode) string {
@@ -225,6 +310,20 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 		filepath.Join(n.dir, "cni/bin"), filepath.Join(n.dir, "cni/net.d"))
 }
 
+// ImportImages loads image tarballs (such as make images writes) into
+// every real node's runtime, as a user would with ctr or kind load: pods
+// then run them with imagePullPolicy Never or IfNotPresent.
+func (c *Cluster) ImportImages(ctx context.Context, tarballs ...string) error {
+	for _, n := range c.realNodes {
+		for _, t := range tarballs {
+			if err := c.importImages(ctx, n, t); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (c *Cluster) importImages(ctx context.Context, n *realNode, tarball string) error {
 	out, err := exec.CommandContext(ctx, runtimePaths["ctr"], "--address="+n.socket(), "--namespace=k8s.io",
 		"images", "import", "--no-unpack=false", tarball).CombinedOutput()
@@ -240,7 +339,7 @@ func (c *Cluster) startKubelet(ctx context.Context, n *realNode) error {
 		return err
 	}
 	cert, key, err := c.ca.issue("kubelet-serving-"+n.name, pkix.Name{CommonName: n.name}, x509.ExtKeyUsageServerAuth,
-		[]string{n.name, "localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
+		[]string{n.name}, []net.IP{n.ip})
 	if err != nil {
 		return err
 	}
@@ -255,7 +354,7 @@ func (c *Cluster) startKubelet(ctx context.Context, n *realNode) error {
 	if err := os.WriteFile(config, []byte(kubeletConfig(n, ports[0], c.ca.caFile(), cert, key)), 0o644); err != nil {
 		return err
 	}
-	return c.StartProcess("kubelet-"+n.name, c.Binaries["kubelet"],
+	return c.startInNode(n, "kubelet-"+n.name, c.Binaries["kubelet"],
 		"--config="+config,
 		"--kubeconfig="+kubeconfig,
 		"--hostname-override="+n.name,
@@ -263,6 +362,12 @@ func (c *Cluster) startKubelet(ctx context.Context, n *realNode) error {
 		// No zone: a topology spread over zones must not count a zone
 		// whose only node no pod of it tolerates.
 		"--node-labels="+strings.Join([]string{RealNodeLabel + "=true", "type=real"}, ","),
+		// The local cluster is the node's cloud provider: it sets the
+		// node's address (setNodeAddress) and lifts the uninitialized
+		// taint, and the kubelet then keeps that address. Without an
+		// external provider the kubelet takes the address of the
+		// default route's interface, the machine's own network.
+		"--cloud-provider=external",
 		"--v=1",
 	)
 }
@@ -274,7 +379,7 @@ func (c *Cluster) startKubelet(ctx context.Context, n *realNode) error {
 func kubeletConfig(n *realNode, port int, clientCA, cert, key string) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: 127.0.0.1
+address: %s
 port: %d
 healthzPort: 0
 readOnlyPort: 0
@@ -306,18 +411,18 @@ hairpinMode: none
 serializeImagePulls: false
 maxPods: 60
 nodeStatusReportFrequency: 1m
-`, port, n.cgroupRoot, n.socket(), filepath.Join(n.dir, "pod-logs"), cert, key, clientCA,
+`, n.ip, port, n.cgroupRoot, n.socket(), filepath.Join(n.dir, "pod-logs"), cert, key, clientCA,
 		RealNodeTaint.Key, RealNodeTaint.Value, RealNodeTaint.Effect)
 }
 
-// waitRealNodes gives each registered real node its address and waits
-// until it is Ready with the not-ready taint lifted.
+// waitRealNodes plays the cloud controller for each registered real node
+// (its address, then the uninitialized taint lifted) and waits until every
+// one is Ready with only RealNodeTaint left.
 func (c *Cluster) waitRealNodes(ctx context.Context) error {
 	client, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		return err
 	}
-	addressed := map[string]bool{}
 	return c.poll(ctx, "real nodes Ready", 3*time.Minute, func(ctx context.Context) (bool, error) {
 		ready := 0
 		for _, n := range c.realNodes {
@@ -325,11 +430,16 @@ func (c *Cluster) waitRealNodes(ctx context.Context) error {
 			if err != nil {
 				return false, nil
 			}
-			if !addressed[n.name] {
-				if err := setLoopbackAddress(ctx, client, node); err != nil {
+			if !hasAddress(node, n.ip) {
+				if err := setNodeAddress(ctx, client, node, n.ip); err != nil {
 					return false, nil
 				}
-				addressed[n.name] = true
+				continue
+			}
+			if hasTaint(node, cloudUninitializedTaint) {
+				if err := initializeNode(ctx, client, node); err != nil {
+					return false, nil
+				}
 				continue
 			}
 			if nodeReady(node) && onlyRealNodeTaint(node) {
@@ -340,13 +450,57 @@ func (c *Cluster) waitRealNodes(ctx context.Context) error {
 	})
 }
 
-// setLoopbackAddress gives a node InternalIP 127.0.0.1: the kubelet
-// refuses a loopback --node-ip and then registers no address at all, so
-// host-network pods would get no IP and the API server could not reach
-// the kubelet. The kubelet leaves an address it did not set alone.
-func setLoopbackAddress(ctx context.Context, client kubernetes.Interface, node *corev1.Node) error {
-	patch := fmt.Sprintf(`{"status":{"addresses":[{"type":"InternalIP","address":"127.0.0.1"},{"type":"Hostname","address":%q}]}}`, node.Name)
+// cloudUninitializedTaint is what a kubelet with an external cloud
+// provider registers with, until the provider has initialized the node.
+const cloudUninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
+
+func hasAddress(node *corev1.Node, ip net.IP) bool {
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP && a.Address == ip.String() {
+			return true
+		}
+	}
+	return false
+}
+
+func hasTaint(node *corev1.Node, key string) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// setNodeAddress gives a node its loopback InternalIP, as a cloud
+// controller would its machine's (the kubelet refuses a loopback
+// --node-ip).
+func setNodeAddress(ctx context.Context, client kubernetes.Interface, node *corev1.Node, ip net.IP) error {
+	patch := fmt.Sprintf(`{"status":{"addresses":[{"type":"InternalIP","address":%q},{"type":"Hostname","address":%q}]}}`, ip, node.Name)
 	_, err := client.CoreV1().Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+	return err
+}
+
+// initializeNode lifts the uninitialized taint, conditional on the taints
+// read (a JSON patch test), as a cloud controller does once it set the
+// node up.
+func initializeNode(ctx context.Context, client kubernetes.Interface, node *corev1.Node) error {
+	var kept []corev1.Taint
+	for _, t := range node.Spec.Taints {
+		if t.Key != cloudUninitializedTaint {
+			kept = append(kept, t)
+		}
+	}
+	old, err := json.Marshal(node.Spec.Taints)
+	if err != nil {
+		return err
+	}
+	taints, err := json.Marshal(kept)
+	if err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`[{"op":"test","path":"/spec/taints","value":%s},{"op":"replace","path":"/spec/taints","value":%s}]`, old, taints)
+	_, err = client.CoreV1().Nodes().Patch(ctx, node.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
 	return err
 }
 

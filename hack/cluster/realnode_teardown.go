@@ -122,6 +122,11 @@ func (c *Cluster) stopRealNodes() []error {
 		}
 		_ = c.stopWithin("containerd-"+n.name, syscall.SIGTERM, 10*time.Second)
 		errs = append(errs, sweepNode(n)...)
+		if n.net != nil {
+			if err := n.net.close(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", n.name, err))
+			}
+		}
 	}
 	errs = append(errs, sweepShared(c.Dir)...)
 	c.realNodes = nil

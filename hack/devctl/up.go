@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -21,6 +22,7 @@ import (
 func up(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	nodes := fs.Int("nodes", 3, "number of simulated nodes")
+	realNodes := fs.Int("real-nodes", 2, "number of real nodes (a kubelet and containerd each, running real containers; needs root, installs Debian's containerd and runc the first time)")
 	profile := fs.String("profile", string(cluster.Realistic), "how long the simulated kubelets take: realistic (pods start in about 1 s, in-place restarts take 1 s, termination 2 s, so make demo's steps take visible time) or instant")
 	devDir := fs.String("dir", "", "folder for the kubeconfig, the ready marker and the cluster (default .dev in the repository)")
 	if err := fs.Parse(args); err != nil {
@@ -36,10 +38,10 @@ func up(ctx context.Context, args []string) error {
 	if p := cluster.Profile(*profile); p != cluster.Realistic && p != cluster.Instant {
 		return fmt.Errorf("-profile %q: want realistic or instant", *profile)
 	}
-	return serve(ctx, root, *devDir, *nodes, cluster.Profile(*profile))
+	return serve(ctx, root, *devDir, *nodes, *realNodes, cluster.Profile(*profile))
 }
 
-func serve(ctx context.Context, root, devDir string, nodes int, profile cluster.Profile) error {
+func serve(ctx context.Context, root, devDir string, nodes, realNodes int, profile cluster.Profile) error {
 	ready := filepath.Join(devDir, "ready")
 	_ = os.Remove(ready)
 	// Each run starts from a clean cluster folder: the previous run's
@@ -51,7 +53,7 @@ func serve(ctx context.Context, root, devDir string, nodes int, profile cluster.
 		return err
 	}
 
-	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(devDir, "cluster"), Nodes: nodes, Profile: profile, Progress: os.Stdout})
+	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(devDir, "cluster"), Nodes: nodes, RealNodes: realNodes, Profile: profile, Progress: os.Stdout})
 	if err != nil {
 		return err
 	}
@@ -81,6 +83,16 @@ func serve(ctx context.Context, root, devDir string, nodes int, profile cluster.
 		return fmt.Errorf("applying samples: %w", err)
 	}
 
+	if realNodes > 0 {
+		fmt.Println("applying the real-node demo (namespace demo-real)")
+		apply := exec.CommandContext(ctx, kubectl, "--kubeconfig", c.Kubeconfig, "apply", "-f", "-")
+		apply.Stdin = strings.NewReader(realNodeDemo(c))
+		apply.Stdout, apply.Stderr = os.Stdout, os.Stderr
+		if err := apply.Run(); err != nil {
+			return fmt.Errorf("applying the real-node demo: %w", err)
+		}
+	}
+
 	registry, bridge, err := startRegistryBridge(ctx, c, root, devDir)
 	if err != nil {
 		return err
@@ -107,7 +119,8 @@ Lifeline's local cluster is up. Press Ctrl-C to stop it.
 Try:
   export KUBECONFIG=%[1]s
   alias kubectl=%[2]s
-  kubectl get nodes -L topology.kubernetes.io/zone
+  kubectl get nodes -o wide -L topology.kubernetes.io/zone
+  kubectl -n demo-real get clone,pods -o wide   # real containers on the real nodes
   kubectl -n demo get clonesets
   kubectl -n demo get clone cloneset-lifecycle-demo -o yaml
   kubectl -n demo get asts
@@ -162,4 +175,60 @@ func startRegistryBridge(ctx context.Context, c *cluster.Cluster, root, devDir s
 		return nil, nil, err
 	}
 	return registry, bridge, nil
+}
+
+// realNodeDemo is an in-place CloneSet of the test application on the real
+// nodes: its pods run real containers (an exec readiness probe, a preStop
+// hook), so an image change restarts one container in place:
+//
+//	kubectl -n demo-real patch clone realnode-demo --type=json \
+//	  -p '[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"lifeline.test/testapp:v2"}]'
+//
+// Each container logs its life to the cluster's events folder.
+func realNodeDemo(c *cluster.Cluster) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: demo-real
+---
+apiVersion: apps.kruise.io/v1alpha1
+kind: CloneSet
+metadata:
+  namespace: demo-real
+  name: realnode-demo
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: realnode-demo}
+  updateStrategy:
+    type: InPlaceIfPossible
+    maxUnavailable: 1
+  template:
+    metadata:
+      labels: {app: realnode-demo}
+    spec:
+      nodeSelector: {%[1]s: "true"}
+      tolerations: [{key: %[2]s, operator: Equal, value: %[3]q, effect: %[4]s}]
+      terminationGracePeriodSeconds: 10
+      containers:
+      - name: app
+        image: %[5]s
+        imagePullPolicy: Never
+        env:
+        - {name: EVENTS_DIR, value: /events}
+        - {name: CONTAINER_NAME, value: app}
+        - name: POD_NAME
+          valueFrom: {fieldRef: {fieldPath: metadata.name}}
+        readinessProbe:
+          exec: {command: [/testapp, probe]}
+          periodSeconds: 1
+        lifecycle:
+          preStop:
+            exec: {command: [/testapp, prestop]}
+        volumeMounts: [{name: events, mountPath: /events}]
+      volumes:
+      - name: events
+        hostPath: {path: %[6]s}
+`, cluster.RealNodeLabel, cluster.RealNodeTaint.Key, cluster.RealNodeTaint.Value, cluster.RealNodeTaint.Effect,
+		cluster.TestAppImage("v1"), c.EventsDir())
 }

@@ -99,6 +99,36 @@ func TestMakeDevComesUpAndTearsDownWhole(t *testing.T) {
 		f := strings.Fields(string(got))
 		return err == nil && len(f) == 2 && f[0] != "0" && f[0] == f[1], fmt.Sprintf("desired and available %q %v", got, err), nil
 	})
+	// Real nodes beside kwok's: a kubelet of the pinned version on
+	// containerd, and the real-node demo's pods running there.
+	wide, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "get", "nodes", "-o", "wide", "--no-headers").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl get nodes: %v\n%s", err, wide)
+	}
+	realNodes := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(wide)), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "real-node-") {
+			realNodes++
+			if !strings.Contains(line, " Ready ") || !strings.Contains(line, "v1.36.3") || !strings.Contains(line, "containerd://1.6.20") {
+				t.Errorf("real node line %q: want Ready, kubelet v1.36.3, containerd://1.6.20", line)
+			}
+		}
+	}
+	if realNodes != 2 {
+		t.Errorf("%d real nodes, want 2:\n%s", realNodes, wide)
+	}
+	t.Logf("kubectl get nodes -o wide:\n%s", wide)
+	eventually(t, 2*time.Minute, "the real-node demo available on real containers", func(context.Context) (bool, string, error) {
+		got, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", "demo-real", "get", "pods", "-l", "app=realnode-demo",
+			"-o", "jsonpath={range .items[*]}{.spec.nodeName} {.status.containerStatuses[0].ready} {.status.containerStatuses[0].containerID}{\"\\n\"}{end}").CombinedOutput()
+		lines := strings.Split(strings.TrimSpace(string(got)), "\n")
+		ok := err == nil && len(lines) == 2
+		for _, l := range lines {
+			f := strings.Fields(l)
+			ok = ok && len(f) == 3 && strings.HasPrefix(f[0], "real-node-") && f[1] == "true" && strings.HasPrefix(f[2], "containerd://")
+		}
+		return ok, fmt.Sprintf("%q %v", got, err), nil
+	})
 	bad := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", "demo", "patch", "clone", "cloneset-lifecycle-demo",
 		"--type=merge", "-p", `{"spec":{"updateStrategy":{"type":"OnDelete"}}}`)
 	if out, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(out), "must be 'ReCreate', InPlaceIfPossible or 'InPlaceOnly'") {

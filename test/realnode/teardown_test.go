@@ -84,6 +84,12 @@ func TestTearDownLeavesNothingBehind(t *testing.T) {
 		t.Fatal("the CNI plugin recorded no network namespace")
 	}
 	cgroups := cgroupDirs(c)
+	nodeNamespaces, nodeLinks := c.RealNodeNetworks()
+	for _, ns := range nodeNamespaces {
+		if _, err := os.Stat(ns); err != nil {
+			t.Fatalf("the node's network namespace %s: %v", ns, err)
+		}
+	}
 
 	c.Stop()
 	stopped = true
@@ -98,6 +104,16 @@ func TestTearDownLeavesNothingBehind(t *testing.T) {
 	for ns := range netns {
 		if _, err := os.Stat(ns); err == nil {
 			t.Errorf("network namespace left: %s", ns)
+		}
+	}
+	for _, ns := range nodeNamespaces {
+		if _, err := os.Stat(ns); err == nil {
+			t.Errorf("the node's network namespace left: %s", ns)
+		}
+	}
+	for _, link := range nodeLinks {
+		if _, err := os.Stat(filepath.Join("/sys/class/net", link)); err == nil {
+			t.Errorf("the node's veth left: %s", link)
 		}
 	}
 	if len(cgroups) == 0 {

@@ -52,3 +52,40 @@ binding.enabled. */}}
 {{- end }}
 {{- toYaml $out }}
 {{- end }}
+
+{{/* The containers' env: the pod's IP to bind to on the host's network,
+and the API server's address when apiServer overrides the Service's. */}}
+{{- define "lifeline.env" -}}
+env:
+{{- if .Values.hostNetwork }}
+- name: POD_IP
+  valueFrom:
+    fieldRef:
+      fieldPath: status.podIP
+{{- end }}
+{{- with .Values.apiServer.host }}
+- name: KUBERNETES_SERVICE_HOST
+  value: {{ . | quote }}
+{{- end }}
+{{- with .Values.apiServer.port }}
+- name: KUBERNETES_SERVICE_PORT
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/* The address a server binds to: every interface, or on the host's
+network the pod's own IP (another pod on the same host may use the port). */}}
+{{- define "lifeline.bind" -}}
+{{- if .root.Values.hostNetwork }}$(POD_IP){{ end }}:{{ .port }}
+{{- end }}
+
+{{/* On the host's network a replica's ports are its node's: a surge
+replica would find no node with them free and a rollout would never
+start, so replicas are replaced one at a time. */}}
+{{- define "lifeline.hostNetworkStrategy" -}}
+strategy:
+  type: RollingUpdate
+  rollingUpdate:
+    maxSurge: 0
+    maxUnavailable: 1
+{{- end }}
