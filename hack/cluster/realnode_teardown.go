@@ -127,6 +127,9 @@ func (c *Cluster) stopRealNodes() []error {
 				errs = append(errs, fmt.Errorf("%s: %w", n.name, err))
 			}
 		}
+		if err := os.Remove(n.shortDir()); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, err)
+		}
 	}
 	errs = append(errs, sweepShared(c.Dir)...)
 	c.realNodes = nil
@@ -324,6 +327,7 @@ func sweepShared(clusterDir string) []error {
 		removeEmpty(filepath.Join(containerdRunDir, sub))
 	}
 	removeEmpty(netnsDir)
+	removeEmpty(shortLinks)
 	return errs
 }
 

@@ -49,7 +49,7 @@ func TestMakeDevComesUpAndTearsDownWhole(t *testing.T) {
 	eventually(t, 3*time.Minute, "make dev ready", func(context.Context) (bool, string, error) {
 		select {
 		case err := <-exited:
-			return false, "", fmt.Errorf("devctl up exited early: %v\n%s", err, readFile(out.Name()))
+			return false, "", fmt.Errorf("devctl up exited early: %v\n%s%s", err, readFile(out.Name()), exitedLogs(devDir))
 		default:
 		}
 		_, err := os.Stat(filepath.Join(devDir, "ready"))
@@ -260,4 +260,16 @@ func checkJourney(t *testing.T, timeline string) {
 			t.Errorf("the timeline lacks the registry line %q\n%s", entry, timeline)
 		}
 	}
+}
+
+// exitedLogs is the end of the log a devctl error names ("(log: PATH)"),
+// which goes with the test's folder.
+func exitedLogs(devDir string) string {
+	matches, _ := filepath.Glob(filepath.Join(devDir, "cluster", "logs", "*.log"))
+	var out strings.Builder
+	for _, m := range matches {
+		lines := strings.Split(strings.TrimSpace(readFile(m)), "\n")
+		fmt.Fprintf(&out, "\n--- end of %s:\n%s", filepath.Base(m), strings.Join(lines[max(0, len(lines)-5):], "\n"))
+	}
+	return out.String()
 }

@@ -35,7 +35,7 @@ func TestTearDownLeavesNothingBehind(t *testing.T) {
 	// Folders every kubelet and containerd share: those that are not
 	// there now must not be there after, unless another cluster's node
 	// runs meanwhile (make test runs packages side by side).
-	shared := []string{"/run/containerd", "/run/netns", "/var/lib/kubelet", "/var/log/containers"}
+	shared := []string{"/run/containerd", "/run/netns", "/run/lifeline", "/var/lib/kubelet", "/var/log/containers"}
 	absent := map[string]bool{}
 	for _, d := range shared {
 		if _, err := os.Stat(d); os.IsNotExist(err) {
