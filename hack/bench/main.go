@@ -40,6 +40,8 @@ func main() {
 	flag.IntVar(&o.ppsRecords, "pps-records", 1000, "records of the PersistentPodState in the pps scenarios, and pods created")
 	memory := flag.String("memory-pods", "1000,5000,10000,20000", "pod counts the memory scenario scales one CloneSet through, comma-separated")
 	flag.IntVar(&o.conversionReads, "conversion-reads", 1000, "reads of a CloneSet in each version in the conversion scenario")
+	flag.IntVar(&o.realNodes, "real-nodes", 2, "real nodes (kubelet and containerd) for the real-nodes scenario; 0 skips it")
+	flag.IntVar(&o.realPods, "real-pods", 30, "pods the real-nodes scenario rolls out")
 	flag.StringVar(&o.out, "out", "bench/results", "where the JSON report and SVG charts go, under the repository (empty: nowhere)")
 	flag.Parse()
 	o.memoryPods = sizes(*memory)
@@ -71,6 +73,7 @@ type options struct {
 	ppsRecords, conversionReads     int
 	memoryPods                      []int
 	out                             string
+	realNodes, realPods             int
 }
 
 // pick keeps the scenarios whose name matches one of the comma-separated

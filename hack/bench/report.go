@@ -21,6 +21,7 @@ type report struct {
 	Placements []placements     `json:"placements"`
 	Memory     []memoryRow      `json:"memory"`
 	Conversion []conversionRead `json:"conversion"`
+	RealNodes  []realNodeRow    `json:"real_nodes,omitempty"`
 	Targets    []target         `json:"targets"`
 }
 
@@ -34,7 +35,8 @@ func newReport(o options) report {
 	return report{Date: time.Now().UTC().Format("2006-01-02"), Machine: machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version()},
 		Parameters: map[string]any{"pods": o.pods, "down_to": o.down, "qps": o.qps, "nodes": o.nodes, "scenarios": o.scenarios,
 			"budget_pods": o.budgetPods, "evictions": o.evictions, "in_flight": o.inFlight, "pps_records": o.ppsRecords,
-			"memory_pods": o.memoryPods, "conversion_reads": o.conversionReads, "max_unavailable": "20%", "narrow": fmt.Sprintf("%d pods, maxUnavailable %d", narrowPods, narrowWindow), "kubernetes": "1.36.3", "openkruise": "v1.9.0"}}
+			"memory_pods": o.memoryPods, "conversion_reads": o.conversionReads, "max_unavailable": "20%", "narrow": fmt.Sprintf("%d pods, maxUnavailable %d", narrowPods, narrowWindow), "kubernetes": "1.36.3", "openkruise": "v1.9.0",
+			"real_nodes": o.realNodes, "real_pods": o.realPods}}
 }
 
 // find is a suite's step, nil if it did not run.
@@ -62,6 +64,7 @@ func printReport(r *report) {
 	printPlacements(r)
 	printMemory(r)
 	printConversion(r)
+	printRealNodes(r)
 	fmt.Println("\nTargets (issues 24 and 25):")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	unmeasured := 0

@@ -65,6 +65,8 @@ func allScenarios() []scenario {
 			func(ctx context.Context, b *bench) error { return b.ppsBench(ctx, "Lifeline") }},
 		scenario{"conversion", "CloneSet reads in v1beta1 (stored) and v1alpha1 (converted)", lifelineInstant,
 			func(ctx context.Context, b *bench) error { return b.conversionBench(ctx, 100, b.o.conversionReads) }},
+		scenario{"real-nodes", "in place against ReCreate and a Deployment, real containers on real nodes", lifelineInstant,
+			func(ctx context.Context, b *bench) error { return b.realNodesBench(ctx) }},
 		scenario{"memory", "the manager's memory as one CloneSet grows", lifelineInstant,
 			func(ctx context.Context, b *bench) error { return b.memoryBench(ctx, b.o.memoryPods) }},
 		scenario{"openkruise-evictions", "evictions under OpenKruise's PodUnavailableBudget", kruiseInstant,
@@ -108,7 +110,7 @@ func startBench(ctx context.Context, o options) (*bench, error) {
 	// StatefulSets roll out maxUnavailable at a time, as Deployments
 	// and CloneSets do (beta in 1.35, off by default).
 	b.c, err = cluster.Start(ctx, cluster.Options{Dir: dir, Nodes: o.nodes, ControllerQPS: o.qps, AuditLog: b.audit, Progress: os.Stdout,
-		FeatureGates: "MaxUnavailableStatefulSet=true"})
+		FeatureGates: "MaxUnavailableStatefulSet=true", RealNodes: o.realNodes})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
