@@ -30,6 +30,8 @@ type config struct {
 	seed                       int64
 	nodes                      int
 	hooked, budgeted, stateful int32
+	// real is the pods of the hooked CloneSet on the real nodes.
+	real, realNodes int32
 	// span is the stretch of time the faults are spread over.
 	span   time.Duration
 	counts map[FaultKind]int
@@ -39,11 +41,11 @@ type config struct {
 }
 
 func configFromEnv(t *testing.T) config {
-	c := config{name: "short", nodes: 6, hooked: 40, budgeted: 40, stateful: 14, span: 150 * time.Second,
+	c := config{name: "short", nodes: 6, hooked: 40, budgeted: 40, stateful: 14, real: 6, realNodes: 2, span: 150 * time.Second,
 		counts:   map[FaultKind]int{KillManager: 2, PauseLeader: 1, RestartAPIServer: 1, RestartEtcd: 1, KillBridge: 1, StopRegistry: 1, SlowAPIServer: 1},
 		deadline: 5 * time.Minute, registryDown: 10 * time.Second, slowFor: 15 * time.Second, slowBy: time.Second}
 	if os.Getenv("LIFELINE_CHAOS") == "full" {
-		c.name, c.nodes, c.hooked, c.budgeted, c.stateful, c.span = "full", 10, 200, 180, 110, 10*time.Minute
+		c.name, c.nodes, c.hooked, c.budgeted, c.stateful, c.real, c.span = "full", 10, 200, 180, 110, 20, 10*time.Minute
 		c.counts = map[FaultKind]int{KillManager: 12, PauseLeader: 2, RestartAPIServer: 1, RestartEtcd: 1, KillBridge: 2, StopRegistry: 1, SlowAPIServer: 2}
 		c.deadline = 15 * time.Minute
 	}
@@ -64,9 +66,10 @@ func (e *env) startedAt() time.Time {
 	return e.began
 }
 
-// TestChaos takes four workloads (the seeds' hooked CloneSet driven by the
+// TestChaos takes five workloads (the seeds' hooked CloneSet driven by the
 // bridge, a CloneSet under a PodUnavailableBudget, an Advanced StatefulSet
-// under a PersistentPodState and an Advanced DaemonSet) through an
+// under a PersistentPodState, an Advanced DaemonSet and the hooked
+// CloneSet again on the real nodes, real containers) through an
 // in-place update, a ReCreate update, scale-in and scale-out, evictions
 // and a drain, while the plan's faults hit the managers, the control
 // plane, the bridge and its registry; then judges every pod write and
@@ -80,7 +83,8 @@ func TestChaos(t *testing.T) {
 	plan := NewPlan(cfg.seed, cfg.span, cfg.counts)
 	t.Logf("chaos run %s: %s", cfg.name, plan)
 	e := start(t, cfg)
-	ws := []*workload{hookedCloneSet(e.ns, cfg.hooked), budgetedCloneSet(e.ns, cfg.budgeted), statefulSet(e.ns, cfg.stateful), daemonSet(e.ns, cfg.nodes)}
+	ws := []*workload{hookedCloneSet(e.ns, cfg.hooked), budgetedCloneSet(e.ns, cfg.budgeted), statefulSet(e.ns, cfg.stateful), daemonSet(e.ns, cfg.nodes),
+		realCloneSet(e.ns, cfg.real)}
 	h := &History{NodeZones: e.nodeZones()}
 	for _, w := range ws {
 		h.Workloads = append(h.Workloads, w.Workload)
@@ -158,8 +162,9 @@ func (e *env) create(ctx context.Context, h *History, ws []*workload) bool {
 // next would only wait out its deadline on the same cause) and says
 // whether every step finished.
 func (e *env) cycle(ctx context.Context, h *History, ws []*workload, n int) bool {
-	hooked, budgeted, stateful := ws[0], ws[1], ws[2]
+	hooked, budgeted, stateful, real := ws[0], ws[1], ws[2], ws[4]
 	release := strconv.Itoa(n + 1)
+	recreated := []*workload{hooked, budgeted, stateful, real}
 	scale := func(sizes map[*workload]int32) func(context.Context) error {
 		return func(ctx context.Context) error {
 			for w, n := range sizes {
@@ -178,18 +183,26 @@ func (e *env) cycle(ctx context.Context, h *History, ws []*workload, n int) bool
 		act      func(context.Context) error
 	}{
 		{"in-place update", ws, budgeted, func(ctx context.Context) error {
-			return e.changeAll(ctx, ws, func(o ctrlclient.Object) { podTemplate(o).Spec.Containers[0].Image = "app:" + release })
+			for _, w := range ws {
+				image := w.image(n + 1)
+				if err := e.change(ctx, w, func(o ctrlclient.Object) { podTemplate(o).Spec.Containers[0].Image = image }); err != nil {
+					return err
+				}
+			}
+			return nil
 		}},
-		{"ReCreate update", ws[:3], budgeted, func(ctx context.Context) error {
-			return e.changeAll(ctx, ws[:3], func(o ctrlclient.Object) {
+		{"ReCreate update", recreated, budgeted, func(ctx context.Context) error {
+			return e.changeAll(ctx, recreated, func(o ctrlclient.Object) {
 				podTemplate(o).Spec.Containers[0].Env = []corev1.EnvVar{{Name: "RELEASE", Value: release}}
 			})
 		}},
-		{"scale in", nil, budgeted, scale(map[*workload]int32{hooked: e.cfg.hooked * 3 / 4, budgeted: e.cfg.budgeted * 3 / 4, stateful: e.cfg.stateful - 2})},
-		{"scale out", nil, nil, scale(map[*workload]int32{hooked: e.cfg.hooked, budgeted: e.cfg.budgeted, stateful: e.cfg.stateful})},
+		{"scale in", nil, budgeted, scale(map[*workload]int32{hooked: e.cfg.hooked * 3 / 4, budgeted: e.cfg.budgeted * 3 / 4, stateful: e.cfg.stateful - 2,
+			real: e.cfg.real / 2})},
+		{"scale out", nil, nil, scale(map[*workload]int32{hooked: e.cfg.hooked, budgeted: e.cfg.budgeted, stateful: e.cfg.stateful, real: e.cfg.real})},
 		{"evictions and a drain", nil, budgeted, func(ctx context.Context) error {
 			e.evict(ctx, budgeted, 2*budgeted.budget)
 			e.evict(ctx, hooked, 3)
+			e.evict(ctx, real, 1)
 			return e.drain(ctx, e.busiestNode(ctx, hooked, budgeted))
 		}},
 	}

@@ -74,7 +74,7 @@ func start(t *testing.T, cfg config) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, cfg: cfg, audit: filepath.Join(dir, "audit.log")}
-	e.c, err = cluster.Start(ctx, cluster.Options{Dir: dir, Nodes: cfg.nodes, AuditLog: e.audit, Progress: os.Stderr})
+	e.c, err = cluster.Start(ctx, cluster.Options{Dir: dir, Nodes: cfg.nodes, RealNodes: int(cfg.realNodes), AuditLog: e.audit, Progress: os.Stderr})
 	if err != nil {
 		t.Fatalf("starting the cluster: %v (logs in %s/logs)", err, dir)
 	}

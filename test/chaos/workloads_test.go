@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -18,6 +19,7 @@ import (
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/internal/bridge"
 )
 
@@ -34,6 +36,8 @@ type workload struct {
 	replicas       int32
 	maxUnavailable int
 	budget         int
+	// real: its pods run on the real nodes.
+	real bool
 }
 
 func template(name string) corev1.PodTemplateSpec {
@@ -65,6 +69,40 @@ func hookedCloneSet(ns string, n int32) *workload {
 	}
 	return &workload{Workload: Workload{Name: "hooked", Kind: "CloneSet", Hold: map[string]string{registered: "true"},
 		PreNormal: true, InPlaceUpdate: true, PreDelete: true, InstanceIDs: true}, obj: cs, replicas: n, maxUnavailable: percent(n, 20)}
+}
+
+// realCloneSet is the seeds' hooked CloneSet on the real nodes: its pods
+// run hack/testapp's containers, whose readiness a kubelet's exec probe
+// decides and whose in-place update a real container restart makes. The
+// same bridge registers them.
+func realCloneSet(ns string, n int32) *workload {
+	w := hookedCloneSet(ns, n)
+	cs := w.obj.(*appsv1alpha1.CloneSet)
+	cs.Name, w.Name = "real", "real"
+	cs.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "real"}}
+	t := &cs.Spec.Template
+	t.Labels["app"] = "real"
+	t.Spec.NodeSelector = map[string]string{cluster.RealNodeLabel: "true"}
+	t.Spec.Tolerations = []corev1.Toleration{cluster.RealNodeToleration()}
+	t.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
+	t.Spec.Containers = []corev1.Container{{Name: "main", Image: realImage(1), ImagePullPolicy: corev1.PullNever,
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/testapp", "probe"}}}, PeriodSeconds: 1}}}
+	w.real = true
+	return w
+}
+
+// realImage is the test application's image for a release: the versions
+// that become ready, in turn.
+func realImage(release int) string {
+	return cluster.TestAppImage([]string{"v1", "v2", "v3"}[release%3])
+}
+
+// image is a release's image for a workload's pods.
+func (w *workload) image(release int) string {
+	if w.real {
+		return realImage(release)
+	}
+	return "app:" + strconv.Itoa(release)
 }
 
 // budgetedCloneSet has no hooks and a PodUnavailableBudget tighter than
