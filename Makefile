@@ -117,7 +117,7 @@ bench: ## Measure Lifeline side by side with native Kubernetes and OpenKruise v1
 	$(GO) run ./hack/bench $(ARGS)
 
 .PHONY: chaos
-chaos: ## Fault run on a local cluster: 500 pods through rollouts, scaling, evictions and a drain while managers, the API server, etcd, the bridge and its registry fail; prints the seed, the plan and the invariant violations (LIFELINE_CHAOS_SEED=N replays a plan). make test runs a short one.
+chaos: ## Fault run on a local cluster: 520 pods (20 on real nodes) through rollouts, scaling, evictions and a drain while managers, the API server, etcd, the bridge and its registry fail; prints the seed, the plan and the invariant violations (LIFELINE_CHAOS_SEED=N replays a plan). make test runs a short one.
 	LIFELINE_CHAOS=full $(GO) test -count=1 -timeout 80m ./test/chaos -run '^TestChaos$$' -v
 
 .PHONY: soak

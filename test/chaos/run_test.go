@@ -30,7 +30,9 @@ type config struct {
 	seed                       int64
 	nodes                      int
 	hooked, budgeted, stateful int32
-	// real is the pods of the hooked CloneSet on the real nodes.
+	// real is the pods of the hooked CloneSet on the real nodes (a
+	// multiple of 5: a CloneSet rounds 20% up, the checker's limit is
+	// percent's, rounded down).
 	real, realNodes int32
 	// span is the stretch of time the faults are spread over.
 	span   time.Duration
@@ -41,7 +43,7 @@ type config struct {
 }
 
 func configFromEnv(t *testing.T) config {
-	c := config{name: "short", nodes: 6, hooked: 40, budgeted: 40, stateful: 14, real: 6, realNodes: 2, span: 150 * time.Second,
+	c := config{name: "short", nodes: 6, hooked: 40, budgeted: 40, stateful: 14, real: 5, realNodes: 2, span: 150 * time.Second,
 		counts:   map[FaultKind]int{KillManager: 2, PauseLeader: 1, RestartAPIServer: 1, RestartEtcd: 1, KillBridge: 1, StopRegistry: 1, SlowAPIServer: 1},
 		deadline: 5 * time.Minute, registryDown: 10 * time.Second, slowFor: 15 * time.Second, slowBy: time.Second}
 	if os.Getenv("LIFELINE_CHAOS") == "full" {
