@@ -3,9 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"syscall"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +11,6 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
-	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
 // TestBridgeAdvancedDaemonSet: a node agent whose pods lifeline-bridge
@@ -25,24 +21,11 @@ import (
 // registry at each change, and a watch of etcd judges every write.
 func TestBridgeAdvancedDaemonSet(t *testing.T) {
 	ctx := context.Background()
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := etcdUnderTest(t, "registry-etcd-ads")
 	ns := newNamespace(t)
 	nodes := []string{ns + "-a", ns + "-b"}
 	daemonNodes(t, ns, nodes...)
-	config := filepath.Join(t.TempDir(), "bridge.yaml")
-	text := fmt.Sprintf("name: ads\nnamespace: %s\nworkloads: [{kind: DaemonSet}]\nport: 8080\nresync: 2s\n%s", ns, r.backend(ns))
-	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b, err := local.StartBridge(ctx, cluster.BridgeOptions{Root: root, Dir: local.Dir, Config: config, Name: "lifeline-bridge-ads"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = local.StopProcess(b.Name, syscall.SIGTERM) })
+	startKindBridge(t, "ads", "DaemonSet", ns, r)
 	watchPodsAgainst(t, ns, r, false)
 	writes := r.writes(t, ns)
 

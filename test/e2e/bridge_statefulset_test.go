@@ -31,22 +31,9 @@ import (
 // etcd judges every write.
 func TestBridgeAdvancedStatefulSet(t *testing.T) {
 	ctx := context.Background()
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := etcdUnderTest(t, "registry-etcd-asts")
 	ns := newNamespace(t)
-	config := filepath.Join(t.TempDir(), "bridge.yaml")
-	text := fmt.Sprintf("name: asts\nnamespace: %s\nworkloads: [{kind: StatefulSet}]\nport: 8080\nresync: 2s\n%s", ns, r.backend(ns))
-	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b, err := local.StartBridge(ctx, cluster.BridgeOptions{Root: root, Dir: local.Dir, Config: config, Name: "lifeline-bridge-asts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = local.StopProcess(b.Name, syscall.SIGTERM) })
+	startKindBridge(t, "asts", "StatefulSet", ns, r)
 	watchPodsAgainst(t, ns, r, true)
 	writes := r.writes(t, ns)
 
@@ -138,4 +125,24 @@ func stsPods(t *testing.T, ns string) []corev1.Pod {
 		}
 	}
 	return out
+}
+
+// startKindBridge starts a bridge named name that follows the workloads of
+// kind in ns and writes to r, stopped when the test ends.
+func startKindBridge(t *testing.T, name, kind, ns string, r registryUnderTest) {
+	t.Helper()
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(t.TempDir(), "bridge.yaml")
+	text := fmt.Sprintf("name: %s\nnamespace: %s\nworkloads: [{kind: %s}]\nport: 8080\nresync: 2s\n%s", name, ns, kind, r.backend(ns))
+	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := local.StartBridge(context.Background(), cluster.BridgeOptions{Root: root, Dir: local.Dir, Config: config, Name: "lifeline-bridge-" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = local.StopProcess(b.Name, syscall.SIGTERM) })
 }

@@ -2,11 +2,7 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,23 +77,9 @@ func (s inPlaceSnapshot) check(t *testing.T, pods []corev1.Pod, inPlaceReady, re
 // pod leaves the registry before its container is told to stop and comes
 // back once Ready on the new image.
 func TestRealNodeAdvancedStatefulSetUpdatesInPlace(t *testing.T) {
-	ctx := context.Background()
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := etcdUnderTest(t, "real-registry-asts")
 	ns := newNamespace(t)
-	config := filepath.Join(t.TempDir(), "bridge.yaml")
-	text := fmt.Sprintf("name: real-asts\nnamespace: %s\nworkloads: [{kind: StatefulSet}]\nport: 8080\nresync: 2s\n%s", ns, r.backend(ns))
-	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b, err := local.StartBridge(ctx, cluster.BridgeOptions{Root: root, Dir: local.Dir, Config: config, Name: "lifeline-bridge-real-asts"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = local.StopProcess(b.Name, syscall.SIGTERM) })
+	startKindBridge(t, "real-asts", "StatefulSet", ns, r)
 	watchPodsAgainst(t, ns, r, true)
 	reg := watchRegistry(t, r.etcd, "/services/")
 
