@@ -125,14 +125,9 @@ func del(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	// The links go with the namespace; only the address is returned.
-	if err := ipam.ExecDel(c.IPAM.Type, args.StdinData); err != nil {
-		return err
-	}
-	if c.RecordDir != "" && args.Netns == "" {
-		return nil // the record stays until the namespace is known gone
-	}
-	return nil
+	// The links go with the namespace; only the address is returned. The
+	// namespace's record stays: the tear-down checks it is gone.
+	return ipam.ExecDel(c.IPAM.Type, args.StdinData)
 }
 
 func check(args *skel.CmdArgs) error {
