@@ -58,11 +58,15 @@ func (e *env) inject(ctx context.Context, f Fault) (string, error) {
 			return e.c.StartBridgeAgain(ctx, e.bridge)
 		})
 	case StopRegistry:
-		if err := e.locked(func() error { return e.c.StopProcess(e.registry.Name, syscall.SIGTERM) }); err != nil {
+		if err := e.locked(func() error {
+			e.registryStopped = true
+			return e.c.StopProcess(e.registry.Name, syscall.SIGTERM)
+		}); err != nil {
 			return "", err
 		}
 		sleep(ctx, e.cfg.registryDown)
 		return fmt.Sprintf("down for %s", e.cfg.registryDown), e.locked(func() error {
+			defer func() { e.registryStopped = false }()
 			return e.startAgain(ctx, e.registry.Name, func() error { return e.c.StartRegistryAgain(ctx, e.registry) })
 		})
 	case SlowAPIServer:

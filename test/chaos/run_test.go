@@ -235,7 +235,9 @@ func (e *env) step(ctx context.Context, h *History, ws []*workload, name string,
 					unsettled = append(unsettled, reason)
 				}
 			}
-			if ctx.Err() == nil { // a reason cut short by the deadline says nothing
+			// A reason cut short by the deadline (the client's rate limiter
+			// refuses a wait that would pass it) says nothing.
+			if dl, _ := ctx.Deadline(); time.Until(dl) > 2*time.Second {
 				why = strings.Join(unsettled, "; ")
 			}
 			return len(unsettled) == 0, nil
