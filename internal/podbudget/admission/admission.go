@@ -141,19 +141,23 @@ func (g *Guard) Validate(ctx context.Context, req admission.Request) admission.R
 	}
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	pod, op, err := g.disruption(ctx, req)
+	r, err := g.disruption(ctx, req)
 	switch {
 	case err != nil:
 		return podadmission.RetryLater(req, fmt.Sprintf("PodUnavailableBudget: cannot judge pod %s now: %v", req.Name, err), retryAfter)
-	case pod == nil:
+	case r == nil:
 		return admission.Allowed("")
 	}
-	v, err := g.Take(ctx, Request{Pod: pod, Op: op, User: req.UserInfo.Username, DryRun: dryRun(req)})
+	r.User, r.DryRun = req.UserInfo.Username, dryRun(req)
+	v, err := g.Take(ctx, *r)
 	switch {
 	case err != nil:
-		return podadmission.RetryLater(req, fmt.Sprintf("Cannot %s pod %s now: %v; retry", verbs[op], pod.Name, err), retryAfter)
+		return podadmission.RetryLater(req, fmt.Sprintf("Cannot %s pod %s now: %v; retry", verbs[r.Op], r.Pod.Name, err), retryAfter)
+	case !v.Allowed && r.Exit.Why != "":
+		return podadmission.RefuseDisruption(req, fmt.Sprintf("Cannot update pod %s: %s, which takes it out of %s (only who may edit the budget may do that now): %s",
+			r.Pod.Name, r.Exit.Why, names(r.Exit.Budgets), v.Reason), v.Reason)
 	case !v.Allowed:
-		return podadmission.RefuseDisruption(req, fmt.Sprintf("Cannot %s pod %s: %s", verbs[op], pod.Name, v.Reason), v.Reason)
+		return podadmission.RefuseDisruption(req, fmt.Sprintf("Cannot %s pod %s: %s", verbs[r.Op], r.Pod.Name, v.Reason), v.Reason)
 	}
 	return admission.Allowed(v.Reason)
 }
@@ -175,22 +179,25 @@ var verbs = map[policyv1alpha1.PubOperation]string{
 }
 
 // disruption reads what a request would take out of service: the pod as
-// it is now and the budget operation, or a nil pod when the request
+// it is now, the budget operation and, for an update that changes no spec
+// but takes the pod out of budgets, those budgets; nil when the request
 // disrupts nothing (an update of labels, a pod already gone).
-func (g *Guard) disruption(ctx context.Context, req admission.Request) (*corev1.Pod, policyv1alpha1.PubOperation, error) {
+func (g *Guard) disruption(ctx context.Context, req admission.Request) (*Request, error) {
 	if req.Operation == admissionv1.Update {
 		old, updated := &corev1.Pod{}, &corev1.Pod{}
 		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		if err := json.Unmarshal(req.Object.Raw, updated); err != nil {
-			return nil, "", err
+			return nil, err
 		}
-		op := budget.UpdateOperation(req.SubResource, old, updated)
-		if op == "" {
-			return nil, "", nil
+		if op := budget.UpdateOperation(req.SubResource, old, updated); op != "" {
+			return &Request{Pod: old, Op: op}, nil
 		}
-		return old, op, nil
+		if req.SubResource != "" {
+			return nil, nil
+		}
+		return g.leaving(ctx, req, old, updated)
 	}
 	op := policyv1alpha1.PubDeleteOperation
 	if podadmission.IsEviction(req) {
@@ -198,9 +205,25 @@ func (g *Guard) disruption(ctx context.Context, req admission.Request) (*corev1.
 	}
 	pod, err := podadmission.DisruptedPod(ctx, g.Cache, g.Live, req)
 	if pod == nil || err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return pod, op, nil
+	return &Request{Pod: pod, Op: op}, nil
+}
+
+// leaving is the disruption a metadata-only update leads to (see Exit):
+// nil when it takes the pod out of no budget or its user may edit those it
+// does.
+func (g *Guard) leaving(ctx context.Context, req admission.Request, old, updated *corev1.Pod) (*Request, error) {
+	exit, err := g.exit(ctx, old, updated)
+	if err != nil || len(exit.Budgets) == 0 {
+		return nil, err
+	}
+	if ok, err := g.mayEdit(ctx, req.UserInfo, exit.Budgets); ok || err != nil {
+		return nil, err
+	}
+	// Charged as the delete it leads to, and so under the delete gate: the
+	// record frees the slot once the pod is gone or the record expires.
+	return &Request{Pod: old, Op: policyv1alpha1.PubDeleteOperation, Exit: exit}, nil
 }
 
 // Covering lists, among budgets (those of a namespace, in name order),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,9 @@ type Request struct {
 	// User is who asks (for events and the refusal counter).
 	User   string
 	DryRun bool
+	// Exit, when set, is the budgets a metadata-only update takes the pod
+	// out of: it is judged by those alone.
+	Exit Exit
 }
 
 // Verdict is the answer to a disruption under every budget covering its pod.
@@ -70,6 +74,9 @@ type taken struct {
 // admission sees.
 func (g *Guard) Take(ctx context.Context, r Request) (Verdict, error) {
 	budgets, err := g.budgetsOf(ctx, r.Pod)
+	if r.Exit.Budgets != nil {
+		budgets, err = r.Exit.Budgets, nil
+	}
 	if g.Unchecked[r.Op] {
 		// Counted, so that a user weighing the gate sees what it lets
 		// through unjudged.
@@ -197,7 +204,7 @@ func (g *Guard) release(held []taken, pod string) {
 // operation and the user; OpenKruise's Warning on the pod; the counters.
 func (g *Guard) refused(pub *policyv1alpha1.PodUnavailableBudget, r Request, reason string) {
 	admissions.WithLabelValues(pub.Namespace+"/"+pub.Name, string(r.Op), "refused").Inc()
-	refusedByOwner.WithLabelValues(ownerLabel(r.Pod), r.User).Inc()
+	refusedByOwner.WithLabelValues(ownerLabel(r.Pod), users.label(r.User)).Inc()
 	g.Recorder.Eventf(pub, r.Pod, corev1.EventTypeWarning, "DisruptionRefused", string(r.Op),
 		"%s of pod %s by %s refused: %s", r.Op, r.Pod.Name, r.User, reason)
 	g.Recorder.Eventf(r.Pod, pub, corev1.EventTypeWarning, "PubPreventPodDeletion", string(r.Op), "%s", reason)
@@ -211,12 +218,14 @@ func (g *Guard) undecided(pub *policyv1alpha1.PodUnavailableBudget, r Request, e
 		result = "timeout"
 	}
 	admissions.WithLabelValues(pub.Namespace+"/"+pub.Name, string(r.Op), result).Inc()
-	refusedByOwner.WithLabelValues(ownerLabel(r.Pod), r.User).Inc()
+	refusedByOwner.WithLabelValues(ownerLabel(r.Pod), users.label(r.User)).Inc()
 	g.Recorder.Eventf(pub, r.Pod, corev1.EventTypeWarning, "DisruptionNotDecided", string(r.Op),
 		"%s of pod %s by %s answered with retry: %v", r.Op, r.Pod.Name, r.User, err)
 }
 
-// ownerLabel is OpenKruise's kind_namespace_name value for pod.
+// ownerLabel is OpenKruise's kind_namespace_name value for pod, but for a
+// pod without a controller "unknown_<namespace>_" without its name:
+// OpenKruise's pod name makes a series per pod, without bound.
 func ownerLabel(pod *corev1.Pod) string {
 	ns := pod.Namespace
 	if ns == "" {
@@ -225,5 +234,27 @@ func ownerLabel(pod *corev1.Pod) string {
 	if ref := metav1.GetControllerOf(pod); ref != nil {
 		return ref.Kind + "_" + ns + "_" + ref.Name
 	}
-	return "unknown_" + ns + "_" + pod.Name
+	return "unknown_" + ns + "_"
+}
+
+// maxUsers bounds the refusal counter's username values: the users past
+// the first maxUsers (a cluster whose users come from an identity
+// provider) are counted as "other".
+const maxUsers = 100
+
+var users = &userLabels{seen: map[string]bool{}}
+
+type userLabels struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (u *userLabels) label(user string) string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.seen[user] && len(u.seen) >= maxUsers {
+		return "other"
+	}
+	u.seen[user] = true
+	return user
 }
