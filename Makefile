@@ -62,6 +62,7 @@ generate: ## Regenerate deepcopy functions, CRDs, RBAC and webhook configuration
 	  cp config/crd/bases/*.yaml charts/lifeline/crds/ && \
 	  cp config/rbac/role.yaml charts/lifeline/files/manager-role.yaml && \
 	  cp config/bridge/role.yaml charts/lifeline/files/bridge-role.yaml && \
+	  cp config/bridge/policy.yaml charts/lifeline/files/hook-operator-policy.yaml && \
 	  cp config/webhook/manifests.yaml charts/lifeline/files/webhooks.yaml
 
 .PHONY: verify-generated
@@ -125,11 +126,12 @@ soak: ## 50 CloneSets and 20 budgets at 1,000 then 10,000 pods on a local cluste
 	LIFELINE_SOAK=full $(GO) test -count=1 -timeout 120m ./test/chaos -run '^TestSoak$$' -v
 
 # The fuzz targets: every admission webhook (an AdmissionReview posted to
-# each path a package registers) and the conversion webhook. make test runs
+# each path a package registers), the conversion webhook, and the pod
+# admission entry points with the manager's caches (on a test API server). make test runs
 # their seed corpora (and any crasher saved under testdata/fuzz).
 FUZZ_TARGETS := ./internal/cloneset/webhook:FuzzAdmission ./internal/statefulset/webhook:FuzzAdmission \
 	./internal/daemonset/webhook:FuzzAdmission ./internal/podbudget/webhook:FuzzAdmission \
-	./internal/pps/webhook:FuzzAdmission ./internal/conversion:FuzzConversion
+	./internal/pps/webhook:FuzzAdmission ./internal/conversion:FuzzConversion ./test/integration:FuzzPodAdmission
 FUZZTIME ?= 5m
 
 .PHONY: fuzz

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -202,17 +203,34 @@ func (c *Cluster) RestartBridge(ctx context.Context, b *Bridge, sig syscall.Sign
 	return c.StartBridgeAgain(ctx, b)
 }
 
-// hookOperatorIdentity applies the generated ClusterRole every hook
-// operator needs (config/bridge) and returns a kubeconfig for user, bound
-// to it.
+// HookOperatorsGroup is the group whose members the hook operators'
+// admission policy (config/bridge/policy.yaml) narrows to releasing hooks.
+const HookOperatorsGroup = "lifeline.dev:hook-operators"
+
+// hookOperatorIdentity applies the generated roles every hook operator
+// needs and its admission policy (config/bridge) and returns a kubeconfig
+// for user, in HookOperatorsGroup, bound to them.
 func (c *Cluster) hookOperatorIdentity(ctx context.Context, root, user string) (string, error) {
-	apply := exec.CommandContext(ctx, c.Binaries["kubectl"], "--kubeconfig", c.Kubeconfig, "apply", "-f", filepath.Join(root, "config", "bridge"))
-	if out, err := apply.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("applying the hook operators' RBAC: %w\n%s", err, out)
-	}
+	return c.operatorIdentity(ctx, root, user, HookOperatorsGroup)
+}
+
+// operatorIdentity is hookOperatorIdentity with the user's groups: none
+// leaves it outside the policy (an OpenKruise-style operator that writes
+// labels of its own besides the hooks').
+func (c *Cluster) operatorIdentity(ctx context.Context, root, user string, groups ...string) (string, error) {
 	client, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		return "", err
+	}
+	// The lease's Role lives there, Lifeline installed or not (OpenKruise's
+	// cluster in the migration tests).
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ManagerNamespace}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	apply := exec.CommandContext(ctx, c.Binaries["kubectl"], "--kubeconfig", c.Kubeconfig, "apply", "-f", filepath.Join(root, "config", "bridge"))
+	if out, err := apply.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("applying the hook operators' RBAC and policy: %w\n%s", err, out)
 	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: user + "-local"},
@@ -222,13 +240,24 @@ func (c *Cluster) hookOperatorIdentity(ctx context.Context, root, user string) (
 	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", err
 	}
-	return c.WriteKubeconfig(user)
+	lease := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ManagerNamespace, Name: user + "-local"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "lifeline-bridge"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := client.RbacV1().RoleBindings(ManagerNamespace).Create(ctx, lease, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	return c.WriteKubeconfig(user, groups...)
 }
 
 // StartHookOperator builds a hook operator program of the repository (an
 // example, say) and runs it under its own identity, name, bound to the
-// ClusterRole every hook operator needs, with args after --kubeconfig.
-func (c *Cluster) StartHookOperator(ctx context.Context, root, dir, name, pkg string, args ...string) error {
+// roles every hook operator needs, with args after --kubeconfig. A
+// restricted one is a hook operator under the policy (built on pkg/hook);
+// one that is not writes labels of its own besides the hooks' (seed 001's
+// operator as written).
+func (c *Cluster) StartHookOperator(ctx context.Context, root, dir, name, pkg string, restricted bool, args ...string) error {
 	bin := filepath.Join(dir, "bin", name)
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 	build.Dir = root
@@ -236,9 +265,19 @@ func (c *Cluster) StartHookOperator(ctx context.Context, root, dir, name, pkg st
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building %s: %w", pkg, err)
 	}
-	kubeconfig, err := c.hookOperatorIdentity(ctx, root, name)
+	var groups []string
+	if restricted {
+		groups = append(groups, HookOperatorsGroup)
+	}
+	kubeconfig, err := c.operatorIdentity(ctx, root, name, groups...)
 	if err != nil {
 		return err
 	}
 	return c.StartProcess(name, bin, append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
+}
+
+// HookOperatorKubeconfig is a kubeconfig for user as a hook operator: in
+// HookOperatorsGroup, bound to the generated roles, under the policy.
+func (c *Cluster) HookOperatorKubeconfig(ctx context.Context, root, user string) (string, error) {
+	return c.hookOperatorIdentity(ctx, root, user)
 }

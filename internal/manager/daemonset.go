@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	clonesetcontroller "github.com/lifeline-k8s/lifeline/internal/cloneset/controller"
@@ -15,6 +16,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/conversion"
 	daemonsetcontroller "github.com/lifeline-k8s/lifeline/internal/daemonset/controller"
 	daemonsetwebhook "github.com/lifeline-k8s/lifeline/internal/daemonset/webhook"
+	"github.com/lifeline-k8s/lifeline/internal/hookhandlers"
 	"github.com/lifeline-k8s/lifeline/internal/protection"
 )
 
@@ -52,5 +54,7 @@ func DaemonSet(shared *clonesetcontroller.Options) *Feature {
 				return guards
 			}}},
 		FailClosed: map[string]protection.Kind{"vpod.lifeline.dev": protection.Disruptions, "vpodeviction.lifeline.dev": protection.Disruptions},
+		HookHandlers: []hookhandlers.Source{{Object: &appsv1beta1.DaemonSet{}, List: &appsv1beta1.DaemonSetList{},
+			Lifecycle: func(obj client.Object) *pub.Lifecycle { return obj.(*appsv1beta1.DaemonSet).Spec.Lifecycle }}},
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/lifeline-k8s/lifeline/internal/hookhandlers"
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
@@ -52,6 +53,10 @@ type Feature struct {
 	// the namespaces labelled for that kind, and its fail-open twin
 	// (protection.Twin) at the others.
 	FailClosed map[string]protection.Kind
+	// HookHandlers are the feature's kinds with lifecycle hooks, whose
+	// handlers the manager publishes for the hook operators' admission
+	// policy (internal/hookhandlers).
+	HookHandlers []hookhandlers.Source
 }
 
 // Shared is what features share with each other: the budget guard (its

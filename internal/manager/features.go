@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
@@ -24,6 +25,7 @@ import (
 	clonesetcontroller "github.com/lifeline-k8s/lifeline/internal/cloneset/controller"
 	clonesetwebhook "github.com/lifeline-k8s/lifeline/internal/cloneset/webhook"
 	"github.com/lifeline-k8s/lifeline/internal/conversion"
+	"github.com/lifeline-k8s/lifeline/internal/hookhandlers"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	budgetcontroller "github.com/lifeline-k8s/lifeline/internal/podbudget/controller"
@@ -83,6 +85,8 @@ func StatefulSet(shared *clonesetcontroller.Options, c *statefulsetcontroller.Op
 				return guards
 			}}},
 		FailClosed: map[string]protection.Kind{"vpod.lifeline.dev": protection.Disruptions, "vpodeviction.lifeline.dev": protection.Disruptions},
+		HookHandlers: []hookhandlers.Source{{Object: &appsv1beta1.StatefulSet{}, List: &appsv1beta1.StatefulSetList{},
+			Lifecycle: func(obj client.Object) *pub.Lifecycle { return obj.(*appsv1beta1.StatefulSet).Spec.Lifecycle }}},
 	}
 }
 
@@ -112,17 +116,32 @@ func PodUnavailableBudget() *Feature {
 		},
 		MatchConditions: map[string][]podadmission.MatchCondition{
 			// A pod update is sent only when it could take the pod out
-			// of service: a change of its spec, or a new
-			// unavailable-pod.kruise.io/ label.
+			// of service (a change of its spec, a new
+			// unavailable-pod.kruise.io/ label) or out of a budget's
+			// protection (its labels, its controller, the no-protect
+			// annotation: admission.Exit).
 			"vpodupdate.lifeline.dev": {{Name: "may-disrupt", Expression: "object.spec != oldObject.spec || " +
-				"(has(object.metadata.labels) && object.metadata.labels.exists(k, k.startsWith('unavailable-pod.kruise.io/') && " +
-				"!(has(oldObject.metadata.labels) && k in oldObject.metadata.labels)))"}},
+				changed("labels") + " || " + changed("ownerReferences") + " || " +
+				"(" + noProtect("object") + " && !" + noProtect("oldObject") + ")"}},
 		},
 		Protection: []protection.Source{{Kind: protection.Disruptions, Object: &policyv1beta1.PodUnavailableBudget{}, List: &policyv1alpha1.PodUnavailableBudgetList{}}},
 		FailClosed: map[string]protection.Kind{
 			"vpod.lifeline.dev": protection.Disruptions, "vpodeviction.lifeline.dev": protection.Disruptions, "vpodupdate.lifeline.dev": protection.Disruptions,
 		},
 	}
+}
+
+// changed is a CEL test that the update changes a pod's metadata.field.
+func changed(field string) string {
+	return fmt.Sprintf("has(object.metadata.%[1]s) != has(oldObject.metadata.%[1]s) || "+
+		"(has(object.metadata.%[1]s) && object.metadata.%[1]s != oldObject.metadata.%[1]s)", field)
+}
+
+// noProtect is a CEL test that pod (object or oldObject) opts out of
+// every budget.
+func noProtect(pod string) string {
+	return fmt.Sprintf("(has(%[1]s.metadata.annotations) && '%[2]s' in %[1]s.metadata.annotations && %[1]s.metadata.annotations['%[2]s'] == 'true')",
+		pod, policyv1alpha1.PodPubNoProtectionAnnotation)
 }
 
 // schemes adds the types of every version, as one AddToScheme.
@@ -152,10 +171,13 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 	// controllerRuns: the controller is set up in this manager, so the
 	// pods it creates are in expectations once it leads.
 	var controllerRuns atomic.Bool
+	bindingWait := clonesetwebhook.CacheWait
 	return &Feature{
 		Name: "cloneset",
 		Flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&o.Workers, "cloneset-workers", 3, "How many CloneSets reconcile at once.")
+			fs.DurationVar(&bindingWait, "binding-cache-wait", clonesetwebhook.CacheWait,
+				"How long the pod binding webhook waits for the manager's cache to show a pod it does not show yet before reading it from the API server.")
 			fs.DurationVar(&o.ExpectationTimeout, "expectation-timeout", 5*time.Minute, "How long a write the cache never shows may hold a workload (CloneSet, Advanced StatefulSet) back.")
 			fs.DurationVar(&o.HookWaitWarning, "hook-wait-warning", 10*time.Minute,
 				"How long a pod may wait on a lifecycle hook before a LifecycleHookWaiting Warning event on its workload says so; 0 turns it off.")
@@ -184,7 +206,7 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 				// reads the pod from the API server at once.
 				arrivals, _ = clonesetwebhook.NewArrivals(informer)
 			}
-			w.Mutating.Register("cloneset-normal-in-bind", clonesetwebhook.NewBindingMutator(w.Decoder, HubClient(mgr), expectations(), leading(mgr, &controllerRuns), s.Webhook, arrivals), clonesetwebhook.BindingTarget)
+			w.Mutating.Register("cloneset-normal-in-bind", clonesetwebhook.NewBindingMutator(w.Decoder, HubClient(mgr), expectations(), leading(mgr, &controllerRuns), s.Webhook, arrivals, bindingWait), clonesetwebhook.BindingTarget)
 			w.Mutating.Register("cloneset-gate-in-status", clonesetwebhook.NewGateMutator(w.Decoder), clonesetwebhook.GateStatusTarget)
 			w.Validating.Register("cloneset-hook-guard", &clonesetwebhook.HookGuard{
 				Cache: HubClient(mgr), Live: HubReader(mgr), Writer: HubClient(mgr), Recorder: mgr.GetEventRecorder("cloneset-hook-guard"),
@@ -203,6 +225,8 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 				return guards
 			}}},
 		FailClosed: map[string]protection.Kind{"vpod.lifeline.dev": protection.Disruptions, "vpodeviction.lifeline.dev": protection.Disruptions},
+		HookHandlers: []hookhandlers.Source{{Object: &appsv1beta1.CloneSet{}, List: &appsv1alpha1.CloneSetList{},
+			Lifecycle: func(obj client.Object) *pub.Lifecycle { return obj.(*appsv1alpha1.CloneSet).Spec.Lifecycle }}},
 	}
 }
 

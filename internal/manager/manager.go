@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/lifeline-k8s/lifeline/internal/conversion"
+	"github.com/lifeline-k8s/lifeline/internal/hookhandlers"
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
@@ -130,6 +131,16 @@ func (l *Lifeline) Setup(ctx context.Context, mgr ctrl.Manager) error {
 			Sources: sources, Exempt: l.exempt()}
 		if err := p.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("namespace protection: %w", err)
+		}
+	}
+	var hooked []hookhandlers.Source
+	for _, f := range l.features {
+		hooked = append(hooked, f.HookHandlers...)
+	}
+	if len(hooked) > 0 {
+		h := &hookhandlers.Reconciler{Client: HubClient(mgr), Live: shared.Webhook, Namespace: l.Namespace, Sources: hooked}
+		if err := h.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("hook handlers: %w", err)
 		}
 	}
 	for _, f := range l.features {

@@ -57,9 +57,16 @@
 //
 // The operator needs to get, list, watch and patch pods, patch pods/status
 // (a late hook's condition), get, list and watch CloneSets and Advanced
-// StatefulSets, create events,
-// get, create and update its leader lease, and, to serve metrics to
-// authorized scrapers only, create TokenReviews and SubjectAccessReviews;
-// the bridge's generated ClusterRole (config/bridge/role.yaml) is exactly
-// that, and removing any rule of it breaks the bridge (make rbac-audit).
+// StatefulSets, create events, and, to serve metrics to authorized
+// scrapers only, create TokenReviews and SubjectAccessReviews (the
+// bridge's generated ClusterRole); in the namespace of its lease, get,
+// create and update its leader lease and create its election's events
+// (the generated Role). config/bridge/role.yaml is exactly that, and
+// removing any rule of it breaks the bridge (make rbac-audit). Its pod
+// writes are then narrowed to releasing hooks by the admission policy
+// config/bridge/policy.yaml once its identity is a hook operator's (the
+// group lifeline.dev:hook-operators, or the chart's
+// hookOperators.serviceAccounts): the labels and finalizers the hooks of
+// the pod's namespace name, its hook.lifeline.dev/ annotation and
+// condition, nothing else (docs/hook-operators.md).
 package hook

@@ -73,8 +73,13 @@ type Options struct {
 // scrapers (as lifeline-bridge does) delegates both to the API server.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
-// Leader election, so that of several replicas one handles the pods:
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// Leader election, so that of several replicas one handles the pods: its
+// lease and the election's events, in the operator's own namespace only
+// (lifeline-system here; the chart's Role narrows get and update to the
+// bridge's lease by name). Its pod writes are narrowed by content by the
+// admission policy config/bridge/policy.yaml.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=lifeline-system,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups="",namespace=lifeline-system,resources=events,verbs=create;patch
 
 // Add registers an operator that calls h at each moment of the pods of the
 // followed workloads and releases their hooks, with mgr. The manager's

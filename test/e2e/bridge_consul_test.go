@@ -87,8 +87,8 @@ func TestBridgeKeepsConsulInStep(t *testing.T) {
 				if p.Labels[pub.LifecycleStateKey] != string(pub.LifecycleStateNormal) || podCondition(&p, corev1.PodReady) != corev1.ConditionTrue {
 					return false, fmt.Sprintf("%s is %s, not Normal and Ready", p.Name, p.Labels[pub.LifecycleStateKey]), nil
 				}
-				s, ok := got[ns+"-"+p.Name]
-				if !ok || s.Address != p.Status.PodIP || s.Port != 8080 || s.Service != "web" || s.Meta["uid"] != string(p.UID) ||
+				s, ok := got[ns+"."+p.Name]
+				if !ok || s.Address != p.Status.PodIP || s.Port != 8080 || s.Service != ns+".web" || s.Meta["uid"] != string(p.UID) ||
 					s.Meta["revision"] != p.Labels["controller-revision-hash"] {
 					return false, fmt.Sprintf("%s: %+v", p.Name, s), nil
 				}
@@ -110,7 +110,7 @@ func TestBridgeKeepsConsulInStep(t *testing.T) {
 			ServiceID   string
 			ModifyIndex uint64
 		}
-		if err := getJSON(ctx, consul.Endpoint+"/v1/catalog/service/web", &entries); err != nil {
+		if err := getJSON(ctx, consul.Endpoint+"/v1/catalog/service/"+ns+".web", &entries); err != nil {
 			t.Fatal(err)
 		}
 		out := map[string]uint64{}
@@ -146,7 +146,7 @@ func TestBridgeKeepsConsulInStep(t *testing.T) {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		s, ok := got[ns+"-"+gone.Name]
+		s, ok := got[ns+"."+gone.Name]
 		return !ok || s.Meta["uid"] != string(gone.UID), fmt.Sprintf("%+v", s), nil
 	})
 	waitCloneSet(t, cs, "2 pods available again", settled(2))
@@ -279,7 +279,11 @@ func seed001(t *testing.T, name, operator string, w *seed001Workload) {
 	}
 	r := consulUnderTest(t, "registry-consul-"+name)
 	consul := r.registry
-	if err := local.StartHookOperator(ctx, root, local.Dir, name, operator, "--consul="+consul.Endpoint); err != nil {
+	// The SDK's example is a hook operator under the policy; seed 001's
+	// own operator also writes example.com/newly-create, a label of its
+	// own, so it runs outside it.
+	restricted := operator == "./examples/registry-operator"
+	if err := local.StartHookOperator(ctx, root, local.Dir, name, operator, restricted, "--consul="+consul.Endpoint); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = local.StopProcess(name, syscall.SIGTERM) })

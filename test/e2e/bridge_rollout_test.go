@@ -356,10 +356,10 @@ func consulUnderTest(t *testing.T, name string) registryUnderTest {
   register:
     url: %[1]s/v1/agent/service/register
     body: >-
-      {"ID": "{{.Namespace}}-{{.Pod}}", "Name": "{{.CloneSet}}", "Address": "{{.IP}}", "Port": {{.Port}},
+      {"ID": "{{.Namespace}}.{{.Pod}}", "Name": "{{.Namespace}}.{{.Workload}}", "Address": "{{.IP}}", "Port": {{.Port}},
       "Meta": {"lifeline-bridge": "{{.Bridge}}", "lifeline-id": "{{.ID}}", "uid": "{{.UID}}", "revision": "{{.Revision}}"}}
   unregister:
-    url: %[1]s/v1/agent/service/deregister/{{.Namespace}}-{{.Pod}}
+    url: %[1]s/v1/agent/service/deregister/{{.Namespace}}.{{.Pod}}
   list:
     url: %[1]s/v1/agent/services
     bridgeField: Meta.lifeline-bridge
@@ -371,7 +371,7 @@ func consulUnderTest(t *testing.T, name string) registryUnderTest {
 		},
 		lookup: func(ctx context.Context, ns, pod string) (entry, bool, error) {
 			var s consulService
-			err := getJSON(ctx, consul.Endpoint+"/v1/agent/service/"+ns+"-"+pod, &s)
+			err := getJSON(ctx, consul.Endpoint+"/v1/agent/service/"+ns+"."+pod, &s)
 			if err != nil && strings.Contains(err.Error(), "404") {
 				return entry{}, false, nil
 			}
@@ -384,7 +384,7 @@ func consulUnderTest(t *testing.T, name string) registryUnderTest {
 			}
 			out := map[string]entry{}
 			for id, s := range all {
-				if pod, ok := strings.CutPrefix(id, ns+"-"); ok {
+				if pod, ok := strings.CutPrefix(id, ns+"."); ok {
 					out[pod] = toEntry(s)
 				}
 			}

@@ -447,7 +447,7 @@ const operatorName = "seed001-operator"
 
 func startOperator(t *testing.T, consul string) {
 	t.Helper()
-	if err := local.StartHookOperator(context.Background(), root(t), local.Dir, operatorName, "./test/e2e/seed001operator", "--consul="+consul); err != nil {
+	if err := local.StartHookOperator(context.Background(), root(t), local.Dir, operatorName, "./test/e2e/seed001operator", false, "--consul="+consul); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = local.StopProcess(operatorName, syscall.SIGTERM) })
