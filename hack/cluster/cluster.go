@@ -90,8 +90,9 @@ type Cluster struct {
 	kcmArgs    []string
 
 	// scraper reads the components' metrics (Scraper), made once.
-	scraperMu sync.Mutex
-	scraper   *Scraper
+	scraperMu                           sync.Mutex
+	scraper                             *Scraper
+	webhookClientCert, webhookClientKey string
 }
 
 // Server is the API server's URL.
@@ -191,6 +192,10 @@ func (c *Cluster) startControlPlane(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	admissionConfig, err := c.webhookClientConfig(ca, pki)
+	if err != nil {
+		return err
+	}
 	saKey, saPub, err := writeServiceAccountKey(pki)
 	if err != nil {
 		return err
@@ -256,6 +261,9 @@ func (c *Cluster) startControlPlane(ctx context.Context, opts Options) error {
 		// update on the owner's finalizers, so the local cluster proves
 		// Lifeline's roles grant what such clusters ask.
 		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
+		// The API server presents a client certificate to webhooks, which
+		// Lifeline's manager requires (WebhookClientName).
+		"--admission-control-config-file=" + admissionConfig,
 		"--allow-privileged=true",
 		"--profiling=false",
 	}, append(auditArgs, featureGates(opts)...)...)...); err != nil {

@@ -108,6 +108,7 @@ func (c *Cluster) StartLifeline(ctx context.Context, o LifelineOptions) (*Lifeli
 		fmt.Sprintf("--webhook-url=https://localhost:%d", ports[2]),
 		"--namespace=" + ManagerNamespace,
 	}
+	args = append(args, c.WebhookClientArgs()...)
 	if o.QPS > 0 {
 		args = append(args, fmt.Sprintf("--kube-api-qps=%d", o.QPS), fmt.Sprintf("--kube-api-burst=%d", o.QPS*3/2))
 	}

@@ -133,6 +133,10 @@ func (r *Replicas) serve(ctx context.Context, c *Cluster, backends []int, readyz
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(secret.Data["ca.crt"])
+	apiServer, err := c.webhookClient()
+	if err != nil {
+		return err
+	}
 	pollCtx, stop := context.WithCancel(context.Background())
 	r.stop = stop
 	for i := range readyz {
@@ -142,7 +146,7 @@ func (r *Replicas) serve(ctx context.Context, c *Cluster, backends []int, readyz
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(&url.URL{Scheme: "https", Host: "replicas"}) },
 		Transport: &failover{r: r, backends: backends,
-			base: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 100}},
+			base: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{apiServer}}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 100}},
 		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
 			r.Failed.Add(1)
 			if at, ok := req.Context().Value(arrivedKey{}).(time.Time); ok {

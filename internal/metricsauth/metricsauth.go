@@ -10,6 +10,10 @@ package metricsauth
 import (
 	"crypto/tls"
 	"flag"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -33,6 +37,12 @@ type Options struct {
 	// CertDir holds tls.crt and tls.key; empty, a self-signed
 	// certificate is generated at start.
 	CertDir string
+	// ServingCertDir, without CertDir, is a folder that holds tls.crt and
+	// tls.key once another part of the process has written them (the
+	// manager's webhook certificate, signed by a CA a scraper can be
+	// given): served from then on, read again when they change; the
+	// self-signed one until then.
+	ServingCertDir string
 }
 
 // BindFlags binds the options to the command's flags.
@@ -51,6 +61,37 @@ func (o Options) Server() metricsserver.Options {
 		s.FilterProvider = filters.WithAuthenticationAndAuthorization
 		s.CertDir = o.CertDir
 		s.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }}
+		if o.CertDir == "" && o.ServingCertDir != "" {
+			w := &servingCert{dir: o.ServingCertDir}
+			s.TLSOpts = append(s.TLSOpts, func(c *tls.Config) { c.GetCertificate = w.get })
+		}
 	}
 	return s
+}
+
+// servingCert reads a key pair from dir when its files change; nil (the
+// self-signed certificate) while there is none.
+type servingCert struct {
+	dir     string
+	mu      sync.Mutex
+	modTime time.Time
+	cert    *tls.Certificate
+}
+
+func (w *servingCert) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	crt, key := filepath.Join(w.dir, "tls.crt"), filepath.Join(w.dir, "tls.key")
+	info, err := os.Stat(crt)
+	if err != nil {
+		return nil, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cert == nil || info.ModTime() != w.modTime {
+		pair, err := tls.LoadX509KeyPair(crt, key)
+		if err != nil {
+			return w.cert, nil // half written: the last one until it is whole
+		}
+		w.cert, w.modTime = &pair, info.ModTime()
+	}
+	return w.cert, nil
 }

@@ -20,7 +20,8 @@ import (
 //
 // A DELETE carries the pod as the API server is about to delete it
 // (oldObject, UID included): that is the pod judged, never a cached copy
-// that may lag or name a same-named predecessor. An eviction carries no
+// that may lag or name a same-named predecessor, once it is known to
+// exist (see existing). An eviction carries no
 // pod, so it is read from cache; when the eviction names the UID it may
 // evict (a precondition) and the cached pod has another, the cache is not
 // trusted and the pod is read from live. A live pod with yet another UID
@@ -31,7 +32,7 @@ func DisruptedPod(ctx context.Context, cache, live client.Reader, req admission.
 		if err := json.Unmarshal(req.OldObject.Raw, pod); err != nil {
 			return nil, fmt.Errorf("decoding the pod being deleted: %w", err)
 		}
-		return pod, nil
+		return existing(ctx, cache, live, pod)
 	}
 	uid, err := evictionUID(req)
 	if err != nil {
@@ -51,6 +52,35 @@ func DisruptedPod(ctx context.Context, cache, live client.Reader, req admission.
 		return nil, err
 	case uid != "" && pod.UID != uid:
 		return nil, nil
+	}
+	return pod, nil
+}
+
+// existing is the pod a DELETE review names, as it exists: the review's
+// own when the cache shows that pod at that version (the usual case, no
+// read), else as read live: the live pod when it is that pod at a newer
+// version, nothing when no pod by that name has that UID. A review the API
+// server did not send (the webhook port answers anyone who reaches it)
+// may name any pod and any owner: it then records nothing and marks
+// nothing, unless it copies a live pod exactly, and then it only judges
+// what a real delete would.
+func existing(ctx context.Context, cache, live client.Reader, pod *corev1.Pod) (*corev1.Pod, error) {
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	cached := &corev1.Pod{}
+	if err := cache.Get(ctx, key, cached); err == nil && cached.UID == pod.UID && cached.ResourceVersion == pod.ResourceVersion {
+		return pod, nil
+	}
+	current := &corev1.Pod{}
+	err := live.Get(ctx, key, current)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case current.UID != pod.UID:
+		return nil, nil
+	case current.ResourceVersion != pod.ResourceVersion:
+		return current, nil
 	}
 	return pod, nil
 }

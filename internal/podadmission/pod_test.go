@@ -20,6 +20,7 @@ func TestDisruptedPod(t *testing.T) {
 	pod := func(uid string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0", UID: types.UID(uid)}}
 	}
+	at := func(p *corev1.Pod, rv string) *corev1.Pod { p.ResourceVersion = rv; return p }
 	reader := func(p *corev1.Pod) client.Reader {
 		b := fake.NewClientBuilder()
 		if p != nil {
@@ -51,8 +52,11 @@ func TestDisruptedPod(t *testing.T) {
 		cache, live *corev1.Pod
 		want        string // the UID of the pod judged, "" for none
 	}{
-		{"delete: the request's pod, not the cache's predecessor", deletion(pod("new")), pod("old"), pod("old"), "new"},
-		{"delete: judged even when the cache has not seen the pod", deletion(pod("new")), nil, nil, "new"},
+		{"delete: the request's pod, not the cache's predecessor", deletion(pod("new")), pod("old"), pod("new"), "new"},
+		{"delete: judged even when the cache has not seen the pod", deletion(pod("new")), nil, pod("new"), "new"},
+		{"delete of a pod that does not exist (a forged review): nothing", deletion(pod("forged")), nil, nil, ""},
+		{"delete naming a UID the pod does not have (forged): nothing", deletion(pod("forged")), pod("real"), pod("real"), ""},
+		{"delete the cache shows at that version: no read", deletion(at(pod("a"), "7")), at(pod("a"), "7"), nil, "a"},
 		{"eviction without precondition: the cached pod", eviction(""), pod("a"), pod("b"), "a"},
 		{"eviction of a pod nobody has", eviction(""), nil, nil, ""},
 		{"eviction whose UID the cache has", eviction("a"), pod("a"), pod("b"), "a"},

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -24,10 +25,11 @@ import (
 // binding), with the manager's caches on the test API server: no panic,
 // and every refusal a 4xx with a message. No controller runs.
 //
-// make test replays the seeds. It is not in make fuzz: each fuzzing worker
-// starts the test API server (TestMain), and the binding webhook's wait
-// for its cache makes every input cost up to 250 ms, so the fuzzer stalls
-// minimizing (two tries, 11 and 7,859 inputs before it stalled).
+// make test replays the seeds; make fuzz fuzzes it, each worker with a
+// test API server of its own (TestMain). The binding webhook's wait for
+// its cache (--binding-cache-wait) is 1 ms here: at 250 ms every input
+// that names a pod nobody has cost that long, and the fuzzer stalled
+// minimizing.
 func FuzzPodAdmission(f *testing.F) {
 	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0", Labels: map[string]string{"app": "web", pub.LifecycleStateKey: "Normal"},
@@ -66,7 +68,13 @@ func FuzzPodAdmission(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	lifeline, err := manager.New(manager.Features())
+	features := manager.Features()
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	manager.BindFlags(features, fs)
+	if err := fs.Parse([]string{"--binding-cache-wait=1ms"}); err != nil {
+		f.Fatal(err)
+	}
+	lifeline, err := manager.New(features)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -38,11 +38,11 @@ var BindingTarget = podadmission.Target{SubResource: "binding", Operation: admis
 // nil, are the pods the CloneSet controller created that the cache may not
 // show yet, and leading tells whether that controller runs in this
 // replica. live reads around the cache what neither shows within
-// CacheWait; arrivals, when not nil, wakes that wait as the cache gets the
-// pod.
-func NewBindingMutator(decoder admission.Decoder, cache client.Reader, created CreatedPods, leading func() bool, live client.Reader, arrivals *Arrivals) podadmission.Mutator {
+// wait (CacheWait by default); arrivals, when not nil, wakes that wait as
+// the cache gets the pod.
+func NewBindingMutator(decoder admission.Decoder, cache client.Reader, created CreatedPods, leading func() bool, live client.Reader, arrivals *Arrivals, wait time.Duration) podadmission.Mutator {
 	return &bindingDefaulter{decoder: decoder, cache: cache, created: created, leading: leading, live: live,
-		now: time.Now, cacheWait: CacheWait, arrivals: arrivals}
+		now: time.Now, cacheWait: wait, arrivals: arrivals}
 }
 
 // CreatedPods are the pods a controller of this manager created, as their
