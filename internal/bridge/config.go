@@ -76,6 +76,23 @@ type EtcdConfig struct {
 	// bridge keeps its entries instead of registering them again (default
 	// /lifeline-bridge/<name>/lease, outside the prefix).
 	LeaseKey string `json:"leaseKey,omitempty"`
+	// TLS, for https:// endpoints: the CA that signs etcd's serving
+	// certificate (the system's roots when empty) and, for etcd's
+	// --client-cert-auth, the bridge's client certificate and key.
+	TLS *EtcdTLS `json:"tls,omitempty"`
+	// UsernameFile and PasswordFile hold the user etcd's authentication
+	// knows the bridge as: files (a mounted Secret), never the
+	// configuration itself, which is a ConfigMap.
+	UsernameFile string `json:"usernameFile,omitempty"`
+	PasswordFile string `json:"passwordFile,omitempty"`
+}
+
+// EtcdTLS names the files of etcd's TLS; all are PEM.
+type EtcdTLS struct {
+	CAFile     string `json:"caFile,omitempty"`
+	CertFile   string `json:"certFile,omitempty"`
+	KeyFile    string `json:"keyFile,omitempty"`
+	ServerName string `json:"serverName,omitempty"`
 }
 
 // LoadConfig reads, defaults and validates a configuration file. It
@@ -168,6 +185,7 @@ func (c *Config) Validate() field.ErrorList {
 		if strings.HasPrefix(e.LeaseKey+"/", e.Prefix+"/") {
 			errs = append(errs, field.Invalid(p.Child("leaseKey"), e.LeaseKey, "must not be under the prefix, where it would read as an instance"))
 		}
+		errs = append(errs, e.validateSecurity(p)...)
 	}
 	if h := c.HTTP; h != nil {
 		errs = append(errs, h.validate(field.NewPath("http"))...)

@@ -36,9 +36,12 @@ type Etcd struct {
 // ends; if it is lost meanwhile (etcd unreachable for longer than the TTL),
 // a new one is granted and Changed says so.
 func NewEtcd(ctx context.Context, cfg EtcdConfig, log logr.Logger) (*Etcd, error) {
-	client, err := clientv3.New(clientv3.Config{
-		Endpoints: cfg.Endpoints, DialTimeout: cfg.DialTimeout.Duration, Context: ctx,
-	})
+	ccfg, err := cfg.clientConfig()
+	if err != nil {
+		return nil, err
+	}
+	ccfg.Context = ctx
+	client, err := clientv3.New(ccfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to etcd %v: %w", cfg.Endpoints, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,7 +53,11 @@ type HTTPRequest struct {
 	Method  string            `json:"method,omitempty"`
 	URL     string            `json:"url"`
 	Headers map[string]string `json:"headers,omitempty"`
-	Body    string            `json:"body,omitempty"`
+	// HeadersFromFiles sets headers to the content of files (a mounted
+	// Secret: a registry's token never sits in the configuration, which
+	// is a ConfigMap), read at each request, so a rotated one is used.
+	HeadersFromFiles map[string]string `json:"headersFromFiles,omitempty"`
+	Body             string            `json:"body,omitempty"`
 }
 
 // HTTPList is the request that lists the registry's entries, and how to
@@ -105,6 +110,14 @@ func (h *HTTPConfig) validate(p *field.Path) field.ErrorList {
 		for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
 			if err := checkTemplate(r.Headers[k]); err != nil {
 				errs = append(errs, field.Invalid(p.Child("headers").Key(k), r.Headers[k], err.Error()))
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(r.HeadersFromFiles)) {
+			if _, err := os.ReadFile(r.HeadersFromFiles[k]); err != nil {
+				errs = append(errs, field.Invalid(p.Child("headersFromFiles").Key(k), r.HeadersFromFiles[k], err.Error()))
+			}
+			if _, both := r.Headers[k]; both {
+				errs = append(errs, field.Duplicate(p.Child("headersFromFiles").Key(k), "also in headers"))
 			}
 		}
 	}
@@ -316,6 +329,13 @@ func (h *HTTP) do(ctx context.Context, r HTTPRequest, data templateData, notFoun
 		if headers[k], err = render(v); err != nil {
 			return nil, err
 		}
+	}
+	for k, path := range r.HeadersFromFiles {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("header %s: %w", k, err)
+		}
+		headers[k] = strings.TrimSpace(string(b))
 	}
 	var last error
 	for attempt := 0; attempt <= int(*h.cfg.Retries); attempt++ {

@@ -2,7 +2,14 @@ package bridge
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
@@ -17,9 +24,9 @@ func startConsul(t *testing.T) string {
 // and the e2e configure it.
 func consulConfig(endpoint, bridge string) HTTPConfig {
 	cfg := HTTPConfig{
-		Register: HTTPRequest{URL: endpoint + "/v1/agent/service/register", Body: `{"ID": "{{.Namespace}}-{{.Pod}}", "Name": "{{.CloneSet}}", ` +
+		Register: HTTPRequest{URL: endpoint + "/v1/agent/service/register", Body: `{"ID": "{{.Namespace}}.{{.Pod}}", "Name": "{{.Namespace}}.{{.Workload}}", ` +
 			`"Address": "{{.IP}}", "Port": {{.Port}}, "Meta": {"lifeline-bridge": "{{.Bridge}}", "lifeline-id": "{{.ID}}", "uid": "{{.UID}}"}}`},
-		Unregister: HTTPRequest{URL: endpoint + "/v1/agent/service/deregister/{{.Namespace}}-{{.Pod}}"},
+		Unregister: HTTPRequest{URL: endpoint + "/v1/agent/service/deregister/{{.Namespace}}.{{.Pod}}"},
 		List: &HTTPList{HTTPRequest: HTTPRequest{URL: endpoint + "/v1/agent/services"},
 			BridgeField: "Meta.lifeline-bridge", IDField: "Meta.lifeline-id", UIDField: "Meta.uid", IPField: "Address", PortField: "Port"},
 		Bridge: bridge,
@@ -82,5 +89,45 @@ func TestHTTPRegistryAgainstARealConsul(t *testing.T) {
 	}
 	if entries, _ := other.Entries(ctx); len(entries) != 1 {
 		t.Fatalf("another bridge's entry was touched: %+v", entries)
+	}
+}
+
+// A header from a file (a mounted Secret's token) is read at each request:
+// a rotated token is sent from the next request on.
+func TestHTTPHeaderFromAFile(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("X-Consul-Token"))
+	}))
+	defer srv.Close()
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("first\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := consulConfig(srv.URL, "unit")
+	cfg.Register.HeadersFromFiles = map[string]string{"X-Consul-Token": token}
+	if errs := cfg.validate(field.NewPath("http")); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	h, err := NewHTTP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := Instance{IP: "10.0.0.7", Port: 8080, Pod: "web-abcde", Namespace: "demo", Workload: "web", UID: "uid-1"}
+	if err := h.Register(context.Background(), inst); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(token, []byte("second"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Register(context.Background(), inst); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != "first" || got[1] != "second" {
+		t.Errorf("tokens sent %q, want first then second", got)
+	}
+	cfg.Register.HeadersFromFiles["X-Consul-Token"] = filepath.Join(t.TempDir(), "missing")
+	if errs := cfg.validate(field.NewPath("http")); len(errs) != 1 || !strings.Contains(errs[0].Field, "headersFromFiles[X-Consul-Token]") {
+		t.Errorf("a missing token file: %v, want one error naming the header", errs)
 	}
 }

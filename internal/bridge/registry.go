@@ -62,3 +62,50 @@ func NewRegistry(ctx context.Context, cfg *Config, log logr.Logger) (r Registry,
 	}
 	return nil, nil, fmt.Errorf("no registry backend configured")
 }
+
+// Fenced is r whose writes first pass check (the lease fence of a bridge
+// with leader election): a bridge that may no longer lead writes nothing
+// to the registry either.
+func Fenced(r Registry, check func() error) Registry { return &fenced{Registry: r, check: check} }
+
+type fenced struct {
+	Registry
+	check func() error
+}
+
+func (f *fenced) Register(ctx context.Context, inst Instance) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	return f.Registry.Register(ctx, inst)
+}
+
+func (f *fenced) Unregister(ctx context.Context, id string) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	return f.Registry.Unregister(ctx, id)
+}
+
+func (f *fenced) RemoveIfUnchanged(ctx context.Context, e Entry) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	return f.Registry.RemoveIfUnchanged(ctx, e)
+}
+
+func (f *fenced) RegisterIfAbsent(ctx context.Context, inst Instance) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	return f.Registry.RegisterIfAbsent(ctx, inst)
+}
+
+// Changed passes on the registry's own news that it lost its entries (an
+// etcd lease granted anew); nil, never ready, for one that has none.
+func (f *fenced) Changed() <-chan struct{} {
+	if c, ok := f.Registry.(interface{ Changed() <-chan struct{} }); ok {
+		return c.Changed()
+	}
+	return nil
+}
