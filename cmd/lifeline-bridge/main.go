@@ -9,10 +9,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/internal/bridge"
 	"github.com/lifeline-k8s/lifeline/internal/cachetrim"
+	"github.com/lifeline-k8s/lifeline/internal/leasefence"
 	"github.com/lifeline-k8s/lifeline/internal/metricsauth"
 	"github.com/lifeline-k8s/lifeline/pkg/hook"
 )
@@ -75,6 +78,24 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	var lock resourcelock.Interface
+	if leaderElect {
+		// Fenced as the manager is: a bridge that lost its lease without
+		// knowing it writes neither pods nor the registry.
+		id, err := leasefence.Identity()
+		if err != nil {
+			return err
+		}
+		ns, err := leaseNamespace(leaderNamespace)
+		if err != nil {
+			return err
+		}
+		var fence *leasefence.Fence
+		if lock, fence, err = leasefence.Fenced(restConfig, ns, "lifeline-bridge-"+cfg.Name, id, renewDeadline); err != nil {
+			return err
+		}
+		registry = bridge.Fenced(registry, fence.Check)
+	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Cache:                   cacheOpts,
 		Metrics:                 metrics.Server(),
@@ -82,6 +103,8 @@ func run() error {
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "lifeline-bridge-" + cfg.Name,
 		LeaderElectionNamespace: leaderNamespace,
+		// Made here so that every write is fenced by its renewals.
+		LeaderElectionResourceLockInterface: lock,
 		// A new leader takes over without waiting for the old lease to
 		// run out when the old one stops cleanly.
 		LeaderElectionReleaseOnCancel: true,
@@ -128,4 +151,17 @@ func pokeOnPodDeletion(ctx context.Context, mgr ctrl.Manager, b *bridge.Bridge) 
 	}
 	_, err = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(any) { b.Poke() }})
 	return err
+}
+
+// leaseNamespace is the lease's namespace: the flag's, or the pod's own,
+// as controller-runtime defaults it.
+func leaseNamespace(flagged string) (string, error) {
+	if flagged != "" {
+		return flagged, nil
+	}
+	b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return "", fmt.Errorf("--leader-election-namespace is required outside a cluster: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }

@@ -26,6 +26,8 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/leasefence"
 	"github.com/lifeline-k8s/lifeline/internal/manager"
 	"github.com/lifeline-k8s/lifeline/internal/metricsauth"
+	"github.com/lifeline-k8s/lifeline/internal/podadmission"
+	"github.com/lifeline-k8s/lifeline/internal/webhookauth"
 	"github.com/lifeline-k8s/lifeline/internal/webhookcerts"
 )
 
@@ -65,6 +67,7 @@ type options struct {
 	certManagement       string
 	certs                webhookcerts.Options
 	certSecret           string
+	webhookAuth          webhookauth.Options
 }
 
 func run() error {
@@ -91,9 +94,10 @@ func run() error {
 	flag.StringVar(&o.certs.DNSName, "webhook-dns-name", "lifeline-webhook.lifeline-system.svc", "DNS name the API server reaches the webhook server by; the serving certificate is issued for it.")
 	flag.StringVar(&o.certs.MutatingConfiguration, "webhook-mutating-configuration", "lifeline-mutating-webhooks", "MutatingWebhookConfiguration whose caBundle is kept up to date.")
 	flag.StringVar(&o.certs.ValidatingConfiguration, "webhook-validating-configuration", "lifeline-validating-webhooks", "ValidatingWebhookConfiguration whose caBundle is kept up to date.")
-	flag.DurationVar(&o.certs.ServerCertDuration, "webhook-cert-validity", 0, "How long a self-managed serving certificate is valid; 0 means ten years (its CA's too).")
+	flag.DurationVar(&o.certs.ServerCertDuration, "webhook-cert-validity", 0, "How long a self-managed serving certificate is valid; 0 means a year (its CA is valid for ten).")
 	flag.DurationVar(&o.certs.Lookahead, "webhook-cert-lookahead", 0, "A self-managed certificate is renewed once it expires within this; 0 means 90 days.")
 	flag.DurationVar(&o.certs.CheckEvery, "webhook-cert-check-interval", 0, "How often the self-managed certificate's expiry is checked; 0 means every 12 hours.")
+	o.webhookAuth.BindFlags(flag.CommandLine)
 	flag.Float64Var(&o.qps, "kube-api-qps", 20, "Client QPS towards the API server.")
 	flag.IntVar(&o.burst, "kube-api-burst", 30, "Client burst towards the API server.")
 	features := manager.Features()
@@ -136,6 +140,14 @@ func run() error {
 		}
 	}
 
+	// Metrics are served with the webhook's certificate once it is there,
+	// so a scraper given its CA verifies them (the chart's ServiceMonitor).
+	o.metrics.ServingCertDir = o.certDir
+	clientTLS, err := o.webhookAuth.TLS()
+	if err != nil {
+		return err
+	}
+	o.webhookAuth.Open, o.webhookAuth.Limited = []string{conversion.Path}, []string{podadmission.ValidatePath}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		// No controller or webhook reads managedFields, nor a pod's
@@ -157,12 +169,12 @@ func run() error {
 		LeaseDuration:                 &o.leaseDuration,
 		RenewDeadline:                 &o.renewDeadline,
 		RetryPeriod:                   &o.retryPeriod,
-		WebhookServer: webhook.NewServer(webhook.Options{
+		WebhookServer: webhookauth.New(webhook.NewServer(webhook.Options{
 			Host:    o.webhookHost,
 			Port:    o.webhookPort,
 			CertDir: o.certDir,
-			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }},
-		}),
+			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }, clientTLS},
+		}), o.webhookAuth),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)

@@ -12,6 +12,7 @@ package leasefence
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -54,6 +55,10 @@ type Fence struct {
 	mu      sync.Mutex
 	leading bool
 	renewed time.Time
+	// ended: the replica led and then released its lease or saw another
+	// holder. It never writes again: its process is on its way out, and
+	// what its shutdown would still write could land after a successor's.
+	ended bool
 }
 
 // New returns a fence for a replica whose elector renews within the
@@ -64,9 +69,16 @@ func New(within time.Duration) *Fence {
 
 // StaleError is the answer to a write of a replica that led and has not
 // renewed its lease in time.
-type StaleError struct{ Age, Within time.Duration }
+type StaleError struct {
+	Age, Within time.Duration
+	// Ended: the replica gave up its lease or saw another holder.
+	Ended bool
+}
 
 func (e *StaleError) Error() string {
+	if e.Ended {
+		return "leasefence: not sent: this replica led and no longer does (it released its lease or saw another holder)"
+	}
 	return fmt.Sprintf("leasefence: not sent: this replica led, and its lease was last renewed %s ago (renew deadline %s), so another replica may lead now",
 		e.Age.Round(time.Millisecond), e.Within)
 }
@@ -74,15 +86,27 @@ func (e *StaleError) Error() string {
 // Check is nil when writes may go out: the replica does not lead (a
 // standby's webhooks write too) or renewed its lease within the deadline.
 func (f *Fence) Check() error {
+	_, err := f.Left()
+	return err
+}
+
+// Left is how long a write that may go out now has before the fence
+// closes: what remains of the renew deadline of the last renewal (zero
+// for a replica that does not lead, whose writes are not bounded).
+func (f *Fence) Left() (time.Duration, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.leading {
-		return nil
+	switch {
+	case f.ended:
+		return 0, &StaleError{Age: f.now().Sub(f.renewed), Within: f.within, Ended: true}
+	case !f.leading:
+		return 0, nil
 	}
-	if age := f.now().Sub(f.renewed); age > f.within {
-		return &StaleError{Age: age, Within: f.within}
+	age := f.now().Sub(f.renewed)
+	if age >= f.within {
+		return 0, &StaleError{Age: age, Within: f.within}
 	}
-	return nil
+	return f.within - age, nil
 }
 
 // wrote records a successful write of the lease record, started at
@@ -90,7 +114,20 @@ func (f *Fence) Check() error {
 func (f *Fence) wrote(start time.Time, holder bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.leading && !holder {
+		f.ended = true
+	}
 	f.leading, f.renewed = holder, start
+}
+
+// read records a read of the lease record: another holder while this
+// replica leads means it no longer does, whatever its elector believes.
+func (f *Fence) read(holder, self string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.leading && holder != self {
+		f.ended = true
+	}
 }
 
 // Lock wraps the elector's lock so that the fence learns of each renewal.
@@ -101,6 +138,14 @@ func (f *Fence) Lock(l resourcelock.Interface) resourcelock.Interface {
 type lock struct {
 	resourcelock.Interface
 	f *Fence
+}
+
+func (l *lock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	ler, raw, err := l.Interface.Get(ctx)
+	if err == nil && ler != nil {
+		l.f.read(ler.HolderIdentity, l.Identity())
+	}
+	return ler, raw, err
 }
 
 func (l *lock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
@@ -132,17 +177,56 @@ type transport struct {
 	next http.RoundTripper
 }
 
+// RoundTrip sends a write only while the fence is open, and bounds it by
+// the moment the fence closes: its context ends then, and the API server
+// is told the same deadline (the timeout parameter), so a write queued by
+// API Priority and Fairness, or held by a pause after the check, is
+// abandoned rather than landing once another replica may lead. The renew
+// deadline is shorter than the lease duration the others wait out, so
+// what lands before it lands before any successor.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if writes(req) {
-		if err := t.f.Check(); err != nil {
-			refused.Inc()
-			if req.Body != nil {
-				req.Body.Close()
-			}
-			return nil, err
-		}
+	if !writes(req) {
+		return t.next.RoundTrip(req)
 	}
-	return t.next.RoundTrip(req)
+	left, err := t.f.Left()
+	if err != nil {
+		refused.Inc()
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
+	if left == 0 {
+		return t.next.RoundTrip(req)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), left)
+	bounded := req.Clone(ctx)
+	q := bounded.URL.Query()
+	// The API server's own deadline, in whole seconds, rounded down.
+	if secs := left.Truncate(time.Second); secs >= time.Second && q.Get("timeout") == "" {
+		q.Set("timeout", secs.String())
+		bounded.URL.RawQuery = q.Encode()
+	}
+	resp, err := t.next.RoundTrip(bounded)
+	if err != nil || resp.Body == nil {
+		cancel()
+		return resp, err
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose releases a bounded request's context once its answer is
+// read.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }
 
 func writes(req *http.Request) bool {
