@@ -34,7 +34,7 @@ type Options struct {
 	// ServerCertDuration, Lookahead and CheckEvery tune rotation: a
 	// certificate is renewed once it expires within Lookahead, checked
 	// every CheckEvery. Zero means the rotator's defaults (a ten-year CA, a
-	// ten-year certificate, renewed 90 days ahead, checked every 12 hours).
+	// one-year certificate, renewed 90 days ahead, checked every 12 hours).
 	ServerCertDuration time.Duration
 	Lookahead          time.Duration
 	CheckEvery         time.Duration

@@ -60,6 +60,17 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 		{"certificates.mode=vault", "/certificates/mode"},
 		{"features.hookWaitWarning=soon", "/features/hookWaitWarning"},
 		{"replica=2", "'replica'"},
+		// A budget no drain can satisfy.
+		{"replicas=1", "podDisruptionBudget.minAvailable (1) must be below replicas (1)"},
+		{"podDisruptionBudget.minAvailable=100%", "podDisruptionBudget.minAvailable (100%) must be below replicas"},
+		// A read role over the core group's Secrets, or over everything.
+		{"features.persistentPodState.workloads[0].apiGroup=,features.persistentPodState.workloads[0].resource=secrets", "/features/persistentPodState/workloads/0/apiGroup"},
+		{"features.persistentPodState.workloads[0].apiGroup=apps,features.persistentPodState.workloads[0].resource=*", "/features/persistentPodState/workloads/0/resource"},
+		// Unauthenticated profiling, plain-HTTP metrics around metrics.secure.
+		{"extraArgs[0]=--pprof-bind-address=:6060", "/extraArgs/0"},
+		{"extraArgs[0]=--metrics-secure=false", "/extraArgs/0"},
+		// A NetworkPolicy that would let nothing reach the webhooks.
+		{"webhook.networkPolicy.enabled=true", "/webhook/networkPolicy/from"},
 	} {
 		out, err := exec.Command(helm, "template", "lifeline", chart, "--set", c.set).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), c.field) {

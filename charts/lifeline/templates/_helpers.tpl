@@ -89,3 +89,24 @@ strategy:
     maxSurge: 0
     maxUnavailable: 1
 {{- end }}
+
+{{/* Replicas spread over nodes (required: two on one node fail together) and
+zones (preferred), counting only the nodes they may run on: a cordoned or
+tainted node is no domain, so a drain's evicted replica finds a place. The
+argument is the pods' selector labels, rendered. */}}
+{{- define "lifeline.spread" -}}
+- maxSkew: 1
+  topologyKey: kubernetes.io/hostname
+  whenUnsatisfiable: DoNotSchedule
+  nodeTaintsPolicy: Honor
+  labelSelector:
+    matchLabels:
+      {{- . | nindent 6 }}
+- maxSkew: 1
+  topologyKey: topology.kubernetes.io/zone
+  whenUnsatisfiable: ScheduleAnyway
+  nodeTaintsPolicy: Honor
+  labelSelector:
+    matchLabels:
+      {{- . | nindent 6 }}
+{{- end }}
