@@ -18,8 +18,8 @@ func (c *Cluster) WriteKubeconfig(user string, groups ...string) (string, error)
 
 // WriteKubeconfigVia is WriteKubeconfig for a client that reaches the API
 // server at server (a proxy in front of it), under the file name file.
-func (c *Cluster) WriteKubeconfigVia(server, file, user string) (string, error) {
-	return c.writeKubeconfigTo(server, file, user, pkix.Name{CommonName: user})
+func (c *Cluster) WriteKubeconfigVia(server, file, user string, groups ...string) (string, error) {
+	return c.writeKubeconfigTo(server, file, user, pkix.Name{CommonName: user, Organization: groups})
 }
 
 func (c *Cluster) writeKubeconfig(name string, subject pkix.Name) (string, error) {

@@ -78,7 +78,7 @@ func (c *Cluster) StartLifeline(ctx context.Context, o LifelineOptions) (*Lifeli
 	// here (config/rbac's bindings name the in-cluster service account).
 	rbac := filepath.Join(o.Root, "config", "rbac")
 	apply := exec.CommandContext(ctx, c.Binaries["kubectl"], "--kubeconfig", c.Kubeconfig, "apply",
-		"-f", filepath.Join(rbac, "role.yaml"), "-f", filepath.Join(rbac, "metrics_reader_role.yaml"))
+		"-f", filepath.Join(rbac, "role.yaml"), "-f", filepath.Join(rbac, "metrics_reader_role.yaml"), "-f", filepath.Join(rbac, "policy.yaml"))
 	if out, err := apply.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("applying RBAC: %w\n%s", err, out)
 	}
@@ -86,7 +86,7 @@ func (c *Cluster) StartLifeline(ctx context.Context, o LifelineOptions) (*Lifeli
 	if err := bindUser(ctx, client, user, "lifeline-manager"); err != nil {
 		return nil, err
 	}
-	kubeconfig, err := c.WriteKubeconfigVia(cmp.Or(o.Server, c.server), user, user)
+	kubeconfig, err := c.WriteKubeconfigVia(cmp.Or(o.Server, c.server), user, user, ManagersGroup)
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +122,10 @@ func (c *Cluster) StartLifeline(ctx context.Context, o LifelineOptions) (*Lifeli
 	}
 	return l, c.waitReady(ctx, l)
 }
+
+// ManagersGroup is the group whose members the manager's admission policy
+// (config/rbac/policy.yaml) narrows: the local manager's user is in it.
+const ManagersGroup = "lifeline.dev:managers"
 
 // ManagerNamespace is where the local cluster runs the manager's namespaced
 // objects (its lease, its certificate Secret), as config/default does.

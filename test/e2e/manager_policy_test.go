@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
+)
+
+// TestManagerWritesOnlyItsOwn: as the manager's identity (its roles, under
+// config/rbac/policy.yaml), by server-side dry run, each write the manager
+// makes is admitted, and each write its roles allow but its work never
+// makes is refused: a namespace label other than the protection labels, a
+// webhook configuration's rules or URL, a CRD's versions or labels, a pod
+// its workloads do not control (relabelled, deleted, created in
+// kube-system or without an owner), and a pod spec change other than an
+// image.
+func TestManagerWritesOnlyItsOwn(t *testing.T) {
+	ctx := context.Background()
+	cfg := rest.CopyConfig(local.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "lifeline-manager", Groups: []string{cluster.ManagersGroup, "system:authenticated"}}
+	manager := kubernetes.NewForConfigOrDie(cfg)
+	crds := apiextensionsclient.NewForConfigOrDie(cfg)
+
+	ns := newNamespace(t)
+	cs := newCloneSet(ns, "own", 1)
+	create(t, cs)
+	labels := map[string]string{"app": "theirs"}
+	create(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "theirs"}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "main", Image: "nginx:1.27"}}}}}})
+	own, theirs := onePod(t, ns, "app=own"), onePod(t, ns, "app=theirs")
+	dry := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
+	merge := func(s string) []byte { return []byte(s) }
+	type write struct {
+		name    string
+		send    func() error
+		refusal string // empty: admitted
+	}
+	podPatch := func(pod, patch string) func() error {
+		return func() error {
+			_, err := manager.CoreV1().Pods(ns).Patch(ctx, pod, types.StrategicMergePatchType, merge(patch), dry)
+			return err
+		}
+	}
+	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orphan"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "m", Image: "nginx"}}}}
+	inSystem := orphan.DeepCopy()
+	inSystem.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "fake", UID: "00000000-0000-0000-0000-0000000000aa", Controller: ptr.To(true)}}
+	writes := []write{
+		{"a namespace's protection label", func() error {
+			_, err := manager.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, merge(`{"metadata":{"labels":{"protection.lifeline.dev/disruptions":"true"}}}`), dry)
+			return err
+		}, ""},
+		{"a namespace's pod security level", func() error {
+			_, err := manager.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, merge(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"privileged"}}}`), dry)
+			return err
+		}, "protection.lifeline.dev/ labels"},
+		{"its webhook configuration's caBundle", func() error {
+			_, err := manager.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, "lifeline-validating-webhooks", types.JSONPatchType,
+				merge(`[{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":"Zm9v"}]`), dry)
+			return err
+		}, ""},
+		{"its webhook configuration's rules", func() error {
+			_, err := manager.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, "lifeline-validating-webhooks", types.JSONPatchType,
+				merge(`[{"op":"add","path":"/webhooks/0/rules/-","value":{"apiGroups":[""],"apiVersions":["v1"],"operations":["CREATE"],"resources":["secrets"]}}]`), dry)
+			return err
+		}, "only its webhook configurations' caBundle"},
+		{"a CRD's conversion", func() error {
+			_, err := crds.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, "clonesets.apps.kruise.io", types.JSONPatchType,
+				merge(`[{"op":"replace","path":"/spec/conversion/webhook/clientConfig/caBundle","value":"Zm9v"}]`), dry)
+			return err
+		}, ""},
+		{"a CRD's versions", func() error {
+			_, err := crds.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, "clonesets.apps.kruise.io", types.JSONPatchType,
+				merge(`[{"op":"replace","path":"/spec/versions/0/served","value":false}]`), dry)
+			return err
+		}, "only a CRD's conversion"},
+		{"its pod's image", podPatch(own, `{"spec":{"containers":[{"name":"main","image":"nginx:1.28"}]}}`), ""},
+		{"its pod's labels", podPatch(own, `{"metadata":{"labels":{"lifecycle.apps.kruise.io/state":"Normal"}}}`), ""},
+		{"its pod's tolerations", podPatch(own, `{"spec":{"tolerations":[{"operator":"Exists"}]}}`), "only container images"},
+		{"another pod's related-pub annotation", podPatch(theirs, `{"metadata":{"annotations":{"pub.kruise.io/related-pub":"x"}}}`), ""},
+		{"another pod's labels", podPatch(theirs, `{"metadata":{"labels":{"app":"moved"}}}`), "only the related-pub annotations"},
+		{"another pod deleted", func() error {
+			return manager.CoreV1().Pods(ns).Delete(ctx, theirs, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		}, "deletes only pods its workloads control"},
+		{"a pod without an owner created", func() error {
+			_, err := manager.CoreV1().Pods(ns).Create(ctx, orphan, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}, "creates only pods its workloads control"},
+		{"a pod created in kube-system", func() error {
+			_, err := manager.CoreV1().Pods("kube-system").Create(ctx, inSystem, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}, "outside the system namespaces"},
+	}
+	for _, w := range writes {
+		err := w.send()
+		switch {
+		case w.refusal == "" && err != nil:
+			t.Errorf("%s: refused (%v), want admitted", w.name, err)
+		case w.refusal != "" && (err == nil || !strings.Contains(err.Error(), w.refusal)):
+			t.Errorf("%s: %v, want refused with %q", w.name, err, w.refusal)
+		}
+	}
+
+}
