@@ -208,3 +208,38 @@ func ensureNamespace(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 }
+
+// In cert-manager mode the serving certificate is signed by a CA of the
+// chart's (a self-signed root, a CA Issuer) and the webhook configurations
+// take that root from the serving Secret's ca.crt: a renewal of the
+// serving certificate leaves the caBundle as it was, so no request fails
+// while the kubelet refreshes the mounted Secret. (A renewal by a real
+// cert-manager is not run: its binaries' modules are not served here.)
+func TestChartCertManagerModeIsACAChain(t *testing.T) {
+	helm := helmBinary(t)
+	objs := byKindName(t, helmTemplate(t, helm, filepath.Join(repoRoot, "charts", "lifeline"), "--set", "certificates.mode=cert-manager"))
+	spec := func(key string) map[string]any {
+		var o map[string]any
+		if err := yaml.Unmarshal(objs[key], &o); err != nil || o == nil {
+			t.Fatalf("%s not rendered (%v)", key, err)
+		}
+		return o["spec"].(map[string]any)
+	}
+	issuer := func(s map[string]any) string { return s["issuerRef"].(map[string]any)["name"].(string) }
+	serving, root := spec("Certificate/lifeline-webhook"), spec("Certificate/lifeline-webhook-ca")
+	ca := spec("Issuer/" + issuer(serving))
+	caSecret, _ := ca["ca"].(map[string]any)
+	if caSecret == nil || caSecret["secretName"] != root["secretName"] || root["isCA"] != true {
+		t.Errorf("the serving certificate's issuer %v is not a CA issuer over the root %v", ca, root)
+	}
+	if _, ok := spec("Issuer/" + issuer(root))["selfSigned"]; !ok {
+		t.Errorf("the root is not self-signed: issuer %s", issuer(root))
+	}
+	var v admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := yaml.Unmarshal(objs["ValidatingWebhookConfiguration/lifeline-validating-webhooks"], &v); err != nil {
+		t.Fatal(err)
+	}
+	if got := v.Annotations["cert-manager.io/inject-ca-from"]; got != "lifeline-system/lifeline-webhook" {
+		t.Errorf("the webhooks' CA is injected from %q, want the serving certificate's (its ca.crt, the root)", got)
+	}
+}
