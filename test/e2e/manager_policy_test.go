@@ -7,11 +7,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
@@ -42,6 +44,10 @@ func TestManagerWritesOnlyItsOwn(t *testing.T) {
 			Containers: []corev1.Container{{Name: "main", Image: "nginx:1.27"}}}}}})
 	own, theirs := onePod(t, ns, "app=own"), onePod(t, ns, "app=theirs")
 	dry := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
+	otherCA, _, err := certutil.GenerateSelfSignedCertKey("another-ca", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	merge := func(s string) []byte { return []byte(s) }
 	type write struct {
 		name    string
@@ -76,19 +82,19 @@ func TestManagerWritesOnlyItsOwn(t *testing.T) {
 				merge(`[{"op":"add","path":"/webhooks/0/rules/-","value":{"apiGroups":[""],"apiVersions":["v1"],"operations":["CREATE"],"resources":["secrets"]}}]`), dry)
 			return err
 		}, "only its webhook configurations' caBundle"},
-		{"a CRD's conversion", func() error {
-			_, err := crds.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, "clonesets.apps.kruise.io", types.JSONPatchType,
-				merge(`[{"op":"replace","path":"/spec/conversion/webhook/clientConfig/caBundle","value":"Zm9v"}]`), dry)
-			return err
-		}, ""},
-		{"a CRD's versions", func() error {
-			_, err := crds.ApiextensionsV1().CustomResourceDefinitions().Patch(ctx, "clonesets.apps.kruise.io", types.JSONPatchType,
-				merge(`[{"op":"replace","path":"/spec/versions/0/served","value":false}]`), dry)
-			return err
-		}, "only a CRD's conversion"},
+		{"a CRD's conversion", updateCRD(ctx, crds, func(crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Spec.Conversion.Webhook.ClientConfig.CABundle = otherCA
+		}), ""},
+		{"a CRD's versions", updateCRD(ctx, crds, func(crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Spec.Versions[0].Served = false
+		}), "only a CRD's conversion"},
 		{"its pod's image", podPatch(own, `{"spec":{"containers":[{"name":"main","image":"nginx:1.28"}]}}`), ""},
 		{"its pod's labels", podPatch(own, `{"metadata":{"labels":{"lifecycle.apps.kruise.io/state":"Normal"}}}`), ""},
-		{"its pod's tolerations", podPatch(own, `{"spec":{"tolerations":[{"operator":"Exists"}]}}`), "only container images"},
+		// (The API server itself lets a toleration be added, not changed.)
+		{"its pod's tolerations", func() error {
+			_, err := manager.CoreV1().Pods(ns).Patch(ctx, own, types.JSONPatchType, merge(`[{"op":"add","path":"/spec/tolerations/-","value":{"operator":"Exists"}}]`), dry)
+			return err
+		}, "only container images"},
 		{"another pod's related-pub annotation", podPatch(theirs, `{"metadata":{"annotations":{"pub.kruise.io/related-pub":"x"}}}`), ""},
 		{"another pod's labels", podPatch(theirs, `{"metadata":{"labels":{"app":"moved"}}}`), "only the related-pub annotations"},
 		{"another pod deleted", func() error {
@@ -113,4 +119,18 @@ func TestManagerWritesOnlyItsOwn(t *testing.T) {
 		}
 	}
 
+}
+
+// updateCRD sends f's change to the CloneSet CRD as the manager sends one,
+// an update (its role has no patch), dry run.
+func updateCRD(ctx context.Context, crds apiextensionsclient.Interface, f func(*apiextensionsv1.CustomResourceDefinition)) func() error {
+	return func() error {
+		crd, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "clonesets.apps.kruise.io", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		f(crd)
+		_, err = crds.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, crd, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
 }
