@@ -26,9 +26,12 @@ import (
 // +kubebuilder:rbac:groups="",namespace=lifeline-system,resources=configmaps,verbs=create
 // +kubebuilder:rbac:groups="",namespace=lifeline-system,resources=configmaps,resourceNames=lifeline-hook-handlers,verbs=get;update
 
-// resync puts back a ConfigMap edited by hand: the manager does not watch
-// ConfigMaps (that would cache every one in the cluster).
-const resync = 10 * time.Minute
+// resync puts back a ConfigMap edited or deleted by hand: the manager does
+// not watch ConfigMaps (that would cache every one in the cluster). While
+// it is missing, the policy cannot narrow hook operators' labels and
+// finalizers (its binding lets requests through without parameters, or
+// every pod update in the cluster would be refused).
+const resync = time.Minute
 
 // Reconciler keeps the ConfigMap in line with the workloads' hooks.
 type Reconciler struct {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
@@ -105,6 +106,28 @@ func TestHookOperatorWritesOnlyHooks(t *testing.T) {
 			}
 		}
 	}
+
+	// Without the published handlers (the ConfigMap deleted), nobody
+	// else's pod writes are refused (the kubelets' status updates among
+	// them), and the manager publishes again at the next change of a
+	// workload's hooks.
+	if err := client.CoreV1().ConfigMaps(cluster.ManagerNamespace).Delete(ctx, hookhandlers.ConfigMapName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Pods(hookless).Patch(ctx, other, types.StrategicMergePatchType, []byte(meta(`{"labels":{"e2e":"x"}}`)),
+		metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Errorf("the cluster admin's pod update without the handlers published: %v", err)
+	}
+	if err := k8s.Patch(ctx, cs, ctrlclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"lifecycle":{"preDelete":{"labelsHandler":{"e2e.lifeline.dev/second":"true"}}}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the hooks published again", func(ctx context.Context) (bool, string, error) {
+		cm, err := client.CoreV1().ConfigMaps(cluster.ManagerNamespace).Get(ctx, hookhandlers.ConfigMapName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return strings.Contains(cm.Data[hooked], "label:e2e.lifeline.dev/second"), fmt.Sprint(cm.Data), nil
+	})
 
 	// Its lease in its own namespace, no other.
 	if _, err := operator.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{}); err == nil || !strings.Contains(err.Error(), "forbidden") {
