@@ -27,7 +27,8 @@ type binary struct {
 	// onDemand binaries are built by Binary when first asked for, not by
 	// Binaries for every cluster: only the migration tests run OpenKruise,
 	// only the krew manifest test runs krew, only make dashboard Prometheus,
-	// only a cluster with real nodes the kubelet.
+	// only a cluster with real nodes the kubelet, only the chart's
+	// cert-manager test cert-manager.
 	onDemand bool
 }
 
@@ -45,6 +46,7 @@ var binaries = []binary{
 	{"kruise-manager", "hack/tools/kruise", "github.com/openkruise/kruise", "github.com/openkruise/kruise", true},
 	{"krew", "hack/tools/krew", "sigs.k8s.io/krew", "sigs.k8s.io/krew/cmd/krew", true},
 	{"prometheus", "hack/tools/prometheus", "github.com/prometheus/prometheus", "github.com/prometheus/prometheus/cmd/prometheus", true},
+	{"cert-manager", "hack/tools/certmanager", "github.com/cert-manager/cert-manager", "github.com/lifeline-k8s/lifeline/hack/tools/certmanager", true},
 }
 
 // BinaryNames lists every binary Binary can return.

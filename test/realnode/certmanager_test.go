@@ -1,0 +1,258 @@
+package realnode
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	"github.com/lifeline-k8s/lifeline/internal/manager"
+)
+
+// TestChartCertManagerRenewalUnderLoad installs the chart in cert-manager
+// mode on real nodes, with cert-manager's controllers and CA injector built
+// from its pinned module, and renews the serving certificate while the
+// API server calls the webhooks without pause: the webhook configurations
+// trust the chain's root, which the renewal leaves alone, so not one call
+// fails while the kubelets bring the new certificate to the replicas.
+// (With a self-signed serving certificate, the injector put the new one in
+// the configurations at once and the calls failed until the kubelets
+// refreshed the mounted Secret.)
+func TestChartCertManagerRenewalUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	ctx := context.Background()
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.Start(ctx, cluster.Options{Dir: clusterDir(t), Nodes: 3, RealNodes: 2, Progress: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(c.Config)
+	cfg.QPS, cfg.Burst = 200, 400
+	client := kubernetes.NewForConfigOrDie(cfg)
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpPods(t, client, chartNamespace)
+		}
+		c.Stop()
+		for _, err := range c.StopErrors() {
+			t.Errorf("tear-down: %v", err)
+		}
+	})
+	run := func(what, name string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, out)
+		}
+	}
+	startCertManager(t, c, root, run)
+	helm, err := cluster.Binary(ctx, "helm", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	images, err := cluster.BuildImages(ctx, cluster.ImageOptions{Root: root, Out: t.TempDir(), Tag: "chart-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ImportImages(ctx, images...); err != nil {
+		t.Fatal(err)
+	}
+	run("helm install", helm, "install", "lifeline", "charts/lifeline", "--namespace", chartNamespace, "--create-namespace",
+		"-f", certManagerValues(t, c), "--wait", "--timeout", "5m")
+	managers := runningOnRealNodes(t, client, "app.kubernetes.io/component=manager", 2)
+	k8s, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: manager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := func() map[string]string { return servedSerials(t, c, managers) }
+	first := secretSerial(t, client)
+	poll(t, 2*time.Minute, "both replicas serving the issued certificate", func(context.Context) (bool, string) {
+		s := served()
+		return s[managers[0].Name] == first && s[managers[1].Name] == first, fmt.Sprintf("%v, issued %s", s, first)
+	})
+
+	// The load: CloneSets created in dry run, each through the CloneSet
+	// defaulting and validating webhooks.
+	var calls, failed atomic.Int64
+	var failures sync.Map
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				cs := &appsv1alpha1.CloneSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("load-%d-%d", w, i)},
+					Spec: appsv1alpha1.CloneSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "load"}}}}
+				cs.Spec.Template.Labels = map[string]string{"app": "load"}
+				cs.Spec.Template.Spec.Containers = []corev1.Container{{Name: "main", Image: "nginx"}}
+				err := k8s.Create(ctx, cs, ctrlclient.DryRunAll)
+				calls.Add(1)
+				if err != nil && strings.Contains(err.Error(), "failed calling webhook") {
+					failed.Add(1)
+					failures.Store(err.Error()[:min(200, len(err.Error()))], true)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+	}
+	renewed := time.Now()
+	renew(t, cfg)
+	poll(t, 2*time.Minute, "the serving certificate renewed", func(context.Context) (bool, string) {
+		s := secretSerial(t, client)
+		return s != first, "serial " + s
+	})
+	second := secretSerial(t, client)
+	poll(t, 3*time.Minute, "both replicas serving the renewed certificate", func(context.Context) (bool, string) {
+		s := served()
+		return s[managers[0].Name] == second && s[managers[1].Name] == second, fmt.Sprintf("%v, renewed %s", s, second)
+	})
+	took := time.Since(renewed)
+	time.Sleep(5 * time.Second) // calls that were in flight as the last replica switched
+	close(stop)
+	wg.Wait()
+	var reasons []string
+	failures.Range(func(k, _ any) bool { reasons = append(reasons, k.(string)); return true })
+	t.Logf("renewed: %d webhook calls over %v until both replicas served the new certificate, %d failed %v", calls.Load(), took.Round(time.Second), failed.Load(), reasons)
+	if failed.Load() != 0 || calls.Load() < 100 {
+		t.Errorf("%d of %d webhook calls failed across the renewal, want none of at least 100", failed.Load(), calls.Load())
+	}
+}
+
+// startCertManager applies cert-manager's CRDs from its pinned module and
+// runs its controllers and injector outside the cluster.
+func startCertManager(t *testing.T, c *cluster.Cluster, root string, run func(what, name string, args ...string)) {
+	t.Helper()
+	ctx := context.Background()
+	bin, err := cluster.Binary(ctx, "cert-manager", testWriter{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/cert-manager/cert-manager")
+	list.Dir = filepath.Join(root, "hack", "tools", "certmanager")
+	dir, err := list.Output()
+	if err != nil {
+		t.Fatalf("locating cert-manager's module: %v", err)
+	}
+	run("cert-manager's CRDs", c.Binaries["kubectl"], "apply", "--server-side", "-f", filepath.Join(strings.TrimSpace(string(dir)), "deploy", "crds"))
+	if err := c.StartProcess("cert-manager", bin, "--kubeconfig="+c.Kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// renew asks cert-manager to issue the serving certificate again, as
+// cmctl renew does: the Issuing condition.
+func renew(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	gvr := schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}
+	cert, err := dyn.Resource(gvr).Namespace(chartNamespace).Get(context.Background(), "lifeline-webhook", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conditions, _, _ := unstructured.NestedSlice(cert.Object, "status", "conditions")
+	conditions = append(conditions, map[string]any{"type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
+		"message": "renewal under load", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)})
+	data, err := json.Marshal(conditions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := fmt.Sprintf(`{"status":{"conditions":%s}}`, data)
+	if _, err := dyn.Resource(gvr).Namespace(chartNamespace).Patch(context.Background(), "lifeline-webhook", types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// secretSerial is the serial of the serving certificate in its Secret.
+func secretSerial(t *testing.T, client kubernetes.Interface) string {
+	t.Helper()
+	s, err := client.CoreV1().Secrets(chartNamespace).Get(context.Background(), "lifeline-webhook-certs", metav1.GetOptions{})
+	if err != nil {
+		return "none: " + err.Error()
+	}
+	block, _ := pem.Decode(s.Data["tls.crt"])
+	if block == nil {
+		return "none"
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return "none: " + err.Error()
+	}
+	return cert.SerialNumber.String()
+}
+
+// servedSerials is the serial of the certificate each replica serves on
+// its webhook port, on its node's address.
+func servedSerials(t *testing.T, c *cluster.Cluster, managers []corev1.Pod) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, p := range managers {
+		addr := net.JoinHostPort(c.RealNodeIP(p.Spec.NodeName).String(), "9443")
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // reads the serial only
+		if err != nil {
+			out[p.Name] = "error: " + err.Error()
+			continue
+		}
+		out[p.Name] = conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+		conn.Close()
+	}
+	return out
+}
+
+// certManagerValues are chartValues' placement and network, in
+// cert-manager mode, without the bridge.
+func certManagerValues(t *testing.T, c *cluster.Cluster) string {
+	t.Helper()
+	server, err := url.Parse(c.Server())
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := fmt.Sprintf(`image: {repository: ghcr.io/lifeline-k8s/lifeline-manager, tag: chart-test, pullPolicy: Never}
+hostNetwork: true
+apiServer: {host: %q, port: %s}
+certificates: {mode: cert-manager}
+nodeSelector: {%s: "true"}
+tolerations: [{key: %s, operator: Equal, value: %q, effect: %s}]
+`, server.Hostname(), server.Port(), cluster.RealNodeLabel, cluster.RealNodeTaint.Key, cluster.RealNodeTaint.Value, cluster.RealNodeTaint.Effect)
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(path, []byte(values), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
