@@ -114,6 +114,10 @@ help:
 rbac-audit: ## Remove each rule of the manager's and the bridge's roles in turn on a local cluster and print which probe fails without it (make test runs four), then, as the manager, a hook operator and a team that may patch pods, show every write outside what each may write refused.
 	LIFELINE_RBAC_AUDIT=all $(GO) test -count=1 -timeout 60m ./test/e2e -run 'TestRBACRuleRemoval|TestBridgeRBACRuleRemoval|TestManagerWritesOnlyItsOwn|TestHookOperatorWritesOnlyHooks|TestBudgetCannotBeWalkedAroundWithMetadata|TestWebhookPortTakesOnlyTheAPIServer' -v
 
+.PHONY: cert-manager-renewal
+cert-manager-renewal: ## Install the chart in cert-manager mode on real nodes with cert-manager built from its pinned module, renew the serving certificate under webhook load and count the failed calls (0 expected).
+	LIFELINE_CERT_MANAGER=1 $(GO) test -count=1 -timeout 30m ./test/realnode -run '^TestChartCertManagerRenewalUnderLoad$$' -v
+
 .PHONY: bench
 bench: ## Measure Lifeline side by side with native Kubernetes and OpenKruise v1.9.0 on one local cluster; writes bench/results/<date>.json and SVG charts (ARGS="-scenarios=cloneset,deployment" picks scenarios; ARGS=-list lists them).
 	$(GO) run ./hack/bench $(ARGS)

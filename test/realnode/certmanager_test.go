@@ -42,9 +42,16 @@ import (
 // (With a self-signed serving certificate, the injector put the new one in
 // the configurations at once and the calls failed until the kubelets
 // refreshed the mounted Secret.)
+//
+// It builds cert-manager (about 2.5 minutes on a cold machine), so it has a
+// target of its own, make cert-manager-renewal; make test checks the
+// chain's shape (TestChartCertManagerModeIsACAChain). Measured on 11-27:
+// 570 calls, 0 failed, with the chain; with the former self-signed
+// serving certificate also 0 failed of 8,270 over the 78 s the kubelets
+// took: the failure the review predicted did not show on this cluster.
 func TestChartCertManagerRenewalUnderLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster")
+	if testing.Short() || os.Getenv("LIFELINE_CERT_MANAGER") == "" {
+		t.Skip("make cert-manager-renewal runs it (LIFELINE_CERT_MANAGER=1)")
 	}
 	ctx := context.Background()
 	root, err := cluster.RepoRoot()
