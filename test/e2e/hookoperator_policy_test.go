@@ -82,6 +82,13 @@ func TestHookOperatorWritesOnlyHooks(t *testing.T) {
 		{"the pod's IP", hooked, pod, "status", `{"status":{"podIP":"10.9.9.9","podIPs":[{"ip":"10.9.9.9"}]}}`, "other than its hook.lifeline.dev/ conditions"},
 		{"a pod without hooks", hookless, other, "", meta(`{"annotations":{"hook.lifeline.dev/registry":"x"}}`), "declares lifecycle hooks"},
 	}
+	// A policy is in force a moment after it is created (the API server
+	// watches them): the first refusal says it is.
+	eventually(t, 30*time.Second, "the hook operators' policies in force", func(ctx context.Context) (bool, string, error) {
+		_, spec := operator.CoreV1().Pods(hooked).Patch(ctx, pod, types.StrategicMergePatchType, []byte(writes[4].patch), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		_, label := operator.CoreV1().Pods(hooked).Patch(ctx, pod, types.StrategicMergePatchType, []byte(writes[5].patch), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return spec != nil && label != nil, fmt.Sprintf("spec: %v; label: %v", spec, label), nil
+	})
 	for _, w := range writes {
 		var subs []string
 		if w.sub != "" {
