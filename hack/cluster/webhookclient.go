@@ -54,4 +54,3 @@ func (c *Cluster) webhookClient() (tls.Certificate, error) {
 // WebhookClient is the API server's webhook client certificate, for a
 // test that calls a webhook as the API server would.
 func (c *Cluster) WebhookClient() (tls.Certificate, error) { return c.webhookClient() }
-
