@@ -24,9 +24,8 @@ import (
 // makes is admitted, and each write its roles allow but its work never
 // makes is refused: a namespace label other than the protection labels, a
 // webhook configuration's rules or URL, a CRD's versions or labels, a pod
-// its workloads do not control (relabelled, deleted, created in
-// kube-system or without an owner), and a pod spec change other than an
-// image.
+// its workloads do not control (relabelled, deleted, created without an
+// owner), and a pod spec change other than an image.
 func TestManagerWritesOnlyItsOwn(t *testing.T) {
 	ctx := context.Background()
 	cfg := rest.CopyConfig(local.Config)
@@ -61,8 +60,6 @@ func TestManagerWritesOnlyItsOwn(t *testing.T) {
 		}
 	}
 	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orphan"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "m", Image: "nginx"}}}}
-	inSystem := orphan.DeepCopy()
-	inSystem.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "fake", UID: "00000000-0000-0000-0000-0000000000aa", Controller: ptr.To(true)}}
 	writes := []write{
 		{"a namespace's protection label", func() error {
 			_, err := manager.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, merge(`{"metadata":{"labels":{"protection.lifeline.dev/disruptions":"true"}}}`), dry)
@@ -104,10 +101,6 @@ func TestManagerWritesOnlyItsOwn(t *testing.T) {
 			_, err := manager.CoreV1().Pods(ns).Create(ctx, orphan, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			return err
 		}, "creates only pods its workloads control"},
-		{"a pod created in kube-system", func() error {
-			_, err := manager.CoreV1().Pods("kube-system").Create(ctx, inSystem, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-			return err
-		}, "outside the system namespaces"},
 	}
 	for _, w := range writes {
 		err := w.send()
