@@ -131,12 +131,11 @@ soak: ## 50 CloneSets and 20 budgets at 1,000 then 10,000 pods on a local cluste
 	LIFELINE_SOAK=full $(GO) test -count=1 -timeout 120m ./test/chaos -run '^TestSoak$$' -v
 
 # The fuzz targets: every admission webhook (an AdmissionReview posted to
-# each path a package registers), the conversion webhook, and the pod
-# admission entry points with the manager's caches (on a test API server). make test runs
+# each path a package registers) and the conversion webhook. make test runs
 # their seed corpora (and any crasher saved under testdata/fuzz).
 FUZZ_TARGETS := ./internal/cloneset/webhook:FuzzAdmission ./internal/statefulset/webhook:FuzzAdmission \
 	./internal/daemonset/webhook:FuzzAdmission ./internal/podbudget/webhook:FuzzAdmission \
-	./internal/pps/webhook:FuzzAdmission ./internal/conversion:FuzzConversion ./test/integration:FuzzPodAdmission
+	./internal/pps/webhook:FuzzAdmission ./internal/conversion:FuzzConversion
 FUZZTIME ?= 5m
 
 .PHONY: fuzz

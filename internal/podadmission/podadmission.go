@@ -11,6 +11,7 @@ package podadmission
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -102,6 +103,12 @@ func (m *Mutating) Handle(ctx context.Context, req admission.Request) admission.
 	for _, f := range m.features {
 		if !targets(f.targets, req) {
 			continue
+		}
+		// The API server always sends an object; a request without one
+		// (made up, or broken on the way) is the caller's error, a 400,
+		// not the webhook's (found by FuzzPodAdmission).
+		if !json.Valid(raw) {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("%s: the request's object is not JSON", f.name))
 		}
 		out, err := f.feature.Mutate(ctx, req, raw)
 		if err != nil {
