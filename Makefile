@@ -135,10 +135,11 @@ soak: ## 50 CloneSets and 20 budgets at 1,000 then 10,000 pods on a local cluste
 # their seed corpora (and any crasher saved under testdata/fuzz).
 FUZZ_TARGETS := ./internal/cloneset/webhook:FuzzAdmission ./internal/statefulset/webhook:FuzzAdmission \
 	./internal/daemonset/webhook:FuzzAdmission ./internal/podbudget/webhook:FuzzAdmission \
-	./internal/pps/webhook:FuzzAdmission ./internal/conversion:FuzzConversion
+	./internal/pps/webhook:FuzzAdmission ./internal/conversion:FuzzConversion \
+	./test/integration:FuzzPodAdmission
 FUZZTIME ?= 5m
 
 .PHONY: fuzz
-fuzz: ## Fuzz every admission handler and the conversion webhook, FUZZTIME (5m) each; a crasher is written under the package's testdata/fuzz, where make test then replays it.
+fuzz: ## Fuzz every admission handler, the conversion webhook and the pod admission entry points (with the manager's caches on a test API server), FUZZTIME (5m) each; a crasher is written under the package's testdata/fuzz, where make test then replays it.
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; echo "=== $$pkg $$fn ($(FUZZTIME))"; \
 	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done

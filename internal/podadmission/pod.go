@@ -5,14 +5,23 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
+
+var disruptedReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "lifeline_pod_disruption_reads_total",
+	Help: "Reads of the pod a delete or an eviction names, by request (delete, eviction) and source: cache (the cache showed that pod at that version, or the eviction's pod), live (read from the API server: the cache lagged, or the review named a pod it does not show).",
+}, []string{"request", "source"})
+
+func init() { metrics.Registry.MustRegister(disruptedReads) }
 
 // DisruptedPod is the pod a delete or an eviction request would take out
 // of service, the one every disruption feature judges, or nil when the
@@ -41,10 +50,12 @@ func DisruptedPod(ctx context.Context, cache, live client.Reader, req admission.
 	key := types.NamespacedName{Namespace: req.Namespace, Name: req.Name}
 	pod := &corev1.Pod{}
 	err = cache.Get(ctx, key, pod)
+	source := "cache"
 	if uid != "" && (apierrors.IsNotFound(err) || (err == nil && pod.UID != uid)) {
-		pod = &corev1.Pod{}
+		pod, source = &corev1.Pod{}, "live"
 		err = live.Get(ctx, key, pod)
 	}
+	disruptedReads.WithLabelValues("eviction", source).Inc()
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
@@ -68,8 +79,10 @@ func existing(ctx context.Context, cache, live client.Reader, pod *corev1.Pod) (
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	cached := &corev1.Pod{}
 	if err := cache.Get(ctx, key, cached); err == nil && cached.UID == pod.UID && cached.ResourceVersion == pod.ResourceVersion {
+		disruptedReads.WithLabelValues("delete", "cache").Inc()
 		return pod, nil
 	}
+	disruptedReads.WithLabelValues("delete", "live").Inc()
 	current := &corev1.Pod{}
 	err := live.Get(ctx, key, current)
 	switch {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -51,24 +53,30 @@ func TestDisruptedPod(t *testing.T) {
 		req         admission.Request
 		cache, live *corev1.Pod
 		want        string // the UID of the pod judged, "" for none
+		source      string // where the pod was read: cache or live
 	}{
-		{"delete: the request's pod, not the cache's predecessor", deletion(pod("new")), pod("old"), pod("new"), "new"},
-		{"delete: judged even when the cache has not seen the pod", deletion(pod("new")), nil, pod("new"), "new"},
-		{"delete of a pod that does not exist (a forged review): nothing", deletion(pod("forged")), nil, nil, ""},
-		{"delete naming a UID the pod does not have (forged): nothing", deletion(pod("forged")), pod("real"), pod("real"), ""},
-		{"delete the cache shows at that version: no read", deletion(at(pod("a"), "7")), at(pod("a"), "7"), nil, "a"},
-		{"eviction without precondition: the cached pod", eviction(""), pod("a"), pod("b"), "a"},
-		{"eviction of a pod nobody has", eviction(""), nil, nil, ""},
-		{"eviction whose UID the cache has", eviction("a"), pod("a"), pod("b"), "a"},
-		{"eviction the cache lags behind: read live", eviction("b"), pod("a"), pod("b"), "b"},
-		{"eviction the cache has not seen yet: read live", eviction("b"), nil, pod("b"), "b"},
-		{"eviction of a pod already replaced: nothing to disrupt", eviction("a"), pod("b"), pod("b"), ""},
+		{"delete: the request's pod, not the cache's predecessor", deletion(pod("new")), pod("old"), pod("new"), "new", "live"},
+		{"delete: judged even when the cache has not seen the pod", deletion(pod("new")), nil, pod("new"), "new", "live"},
+		{"delete of a pod that does not exist (a forged review): nothing", deletion(pod("forged")), nil, nil, "", "live"},
+		{"delete naming a UID the pod does not have (forged): nothing", deletion(pod("forged")), pod("real"), pod("real"), "", "live"},
+		{"delete the cache shows at that version: no read", deletion(at(pod("a"), "7")), at(pod("a"), "7"), nil, "a", "cache"},
+		{"eviction without precondition: the cached pod", eviction(""), pod("a"), pod("b"), "a", "cache"},
+		{"eviction of a pod nobody has", eviction(""), nil, nil, "", "cache"},
+		{"eviction whose UID the cache has", eviction("a"), pod("a"), pod("b"), "a", "cache"},
+		{"eviction the cache lags behind: read live", eviction("b"), pod("a"), pod("b"), "b", "live"},
+		{"eviction the cache has not seen yet: read live", eviction("b"), nil, pod("b"), "b", "live"},
+		{"eviction of a pod already replaced: nothing to disrupt", eviction("a"), pod("b"), pod("b"), "", "live"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			request := map[admissionv1.Operation]string{admissionv1.Delete: "delete", admissionv1.Create: "eviction"}[c.req.Operation]
+			before := testutil.ToFloat64(disruptedReads.WithLabelValues(request, c.source))
 			got, err := DisruptedPod(context.Background(), reader(c.cache), reader(c.live), c.req)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if n := testutil.ToFloat64(disruptedReads.WithLabelValues(request, c.source)) - before; n != 1 {
+				t.Errorf("%v %s reads counted, want 1", n, c.source)
 			}
 			var uid string
 			if got != nil {

@@ -12,6 +12,7 @@ package podadmission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -70,6 +71,17 @@ type Target struct {
 	Operation   admissionv1.Operation
 }
 
+// BadObject marks err as the request's fault: the object under admission
+// does not decode as what its target is (a made-up review; the API server
+// sends only what it has decoded itself). Handle answers it 400, not 500,
+// which would read as the webhook broken (found by FuzzPodAdmission: a pod
+// whose kind is an object).
+func BadObject(err error) error { return badObject{err} }
+
+type badObject struct{ error }
+
+func (b badObject) Unwrap() error { return b.error }
+
 // Mutator changes an object under admission. raw is the object as the
 // mutators before it left it; it returns the object as it should be, or
 // raw unchanged.
@@ -111,6 +123,9 @@ func (m *Mutating) Handle(ctx context.Context, req admission.Request) admission.
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("%s: the request's object is not JSON", f.name))
 		}
 		out, err := f.feature.Mutate(ctx, req, raw)
+		if bad := (badObject{}); errors.As(err, &bad) {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("%s: %w", f.name, err))
+		}
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("%s: %w", f.name, err))
 		}

@@ -3,6 +3,8 @@ package podadmission
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -85,5 +87,30 @@ func TestValidatingAnswersWithTheFirstRefusal(t *testing.T) {
 	}
 	if resp := v.Handle(context.Background(), request("", admissionv1.Delete)); !resp.Allowed {
 		t.Error("a request no feature registered for was refused")
+	}
+}
+
+type failing struct{ err error }
+
+func (f failing) Mutate(context.Context, admission.Request, []byte) ([]byte, error) {
+	return nil, f.err
+}
+
+// An object that does not decode is the caller's error (400); any other
+// failure is the webhook's (500), which the API server reports as such.
+func TestMutatingAnswersBadObjectsWith400(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		code int32
+	}{
+		{BadObject(errors.New("json: cannot unmarshal object into kind")), http.StatusBadRequest},
+		{errors.New("cache not synced"), http.StatusInternalServerError},
+	} {
+		m := &Mutating{}
+		m.Register("f", failing{c.err}, Target{Operation: admissionv1.Create})
+		resp := m.Handle(context.Background(), request("", admissionv1.Create))
+		if resp.Allowed || resp.Result.Code != c.code {
+			t.Errorf("%v: answered %+v, want %d", c.err, resp.Result, c.code)
+		}
 	}
 }

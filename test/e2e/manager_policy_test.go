@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
-	"k8s.io/utils/ptr"
 
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
@@ -36,11 +34,7 @@ func TestManagerWritesOnlyItsOwn(t *testing.T) {
 	ns := newNamespace(t)
 	cs := newCloneSet(ns, "own", 1)
 	create(t, cs)
-	labels := map[string]string{"app": "theirs"}
-	create(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "theirs"}, Spec: appsv1.DeploymentSpec{
-		Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "main", Image: "nginx:1.27"}}}}}})
+	create(t, newDeployment(ns, "theirs", 1))
 	own, theirs := onePod(t, ns, "app=own"), onePod(t, ns, "app=theirs")
 	dry := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
 	otherCA, _, err := certutil.GenerateSelfSignedCertKey("another-ca", nil, nil)

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,11 +66,7 @@ func ownIdentity(t *testing.T) {
 func gcDeletesHeldPods(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
-	labels := map[string]string{"app": "gc-deploy"}
-	create(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gc-deploy"}, Spec: appsv1.DeploymentSpec{
-		Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "main", Image: "nginx:1.27"}}}}}})
+	create(t, newDeployment(ns, "gc-deploy", 3))
 	cs := newCloneSet(ns, "gc-cs", 2)
 	cs.Annotations = map[string]string{appsv1alpha1.GuardHooksAnnotation: "true"}
 	cs.Spec.Lifecycle = &pub.Lifecycle{PreDelete: &pub.LifecycleHook{LabelsHandler: map[string]string{"registered": "true"}}}

@@ -47,6 +47,26 @@ func newBudget(ns, name string, spec policyv1alpha1.PodUnavailableBudgetSpec) *p
 	return &policyv1alpha1.PodUnavailableBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
 }
 
+// newDeployment is a Deployment of replicas nginx pods labelled app=name.
+func newDeployment(ns, name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "main", Image: "nginx:1.27"}}}}}}
+}
+
+// budgetedDeployment creates newDeployment and a budget of the same name
+// over its pods that allows no disruption, and waits until the budget
+// counts every pod available.
+func budgetedDeployment(t *testing.T, ns, name string, replicas int32) {
+	t.Helper()
+	create(t, newDeployment(ns, name, replicas))
+	create(t, newBudget(ns, name, policyv1alpha1.PodUnavailableBudgetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}, MaxUnavailable: ptr.To(intstr.FromInt32(0))}))
+	waitBudget(t, ns, name, policyv1alpha1.PodUnavailableBudgetStatus{TotalReplicas: replicas, DesiredAvailable: replicas, CurrentAvailable: replicas})
+}
+
 // TestPodUnavailableBudgetStatus: the controller computes a budget's
 // status for a Deployment by targetRef, a CloneSet by selector, and a
 // custom workload the test defines (a CRD with a scale subresource) and

@@ -7,17 +7,11 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-
-	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 )
 
 // TestBudgetCannotBeWalkedAroundWithMetadata: under a budget that allows
@@ -32,14 +26,7 @@ import (
 func TestBudgetCannotBeWalkedAroundWithMetadata(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
-	labels := map[string]string{"app": "walk"}
-	create(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "walk"}, Spec: appsv1.DeploymentSpec{
-		Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "main", Image: "nginx:1.27"}}}}}})
-	create(t, newBudget(ns, "walk", policyv1alpha1.PodUnavailableBudgetSpec{
-		Selector: &metav1.LabelSelector{MatchLabels: labels}, MaxUnavailable: ptr.To(intstr.FromInt32(0))}))
-	waitBudget(t, ns, "walk", policyv1alpha1.PodUnavailableBudgetStatus{TotalReplicas: 2, DesiredAvailable: 2, CurrentAvailable: 2, UnavailableAllowed: 0})
+	budgetedDeployment(t, ns, "walk", 2)
 	app := appTeam(t, ns)
 	pod := livePods(t, ns, "app=walk")[0]
 

@@ -13,12 +13,9 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
@@ -36,14 +33,7 @@ import (
 func TestWebhookPortTakesOnlyTheAPIServer(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
-	labels := map[string]string{"app": "port"}
-	create(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "port"}, Spec: appsv1.DeploymentSpec{
-		Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "main", Image: "nginx:1.27"}}}}}})
-	create(t, newBudget(ns, "port", policyv1alpha1.PodUnavailableBudgetSpec{
-		Selector: &metav1.LabelSelector{MatchLabels: labels}, MaxUnavailable: ptr.To(intstr.FromInt32(0))}))
-	waitBudget(t, ns, "port", policyv1alpha1.PodUnavailableBudgetStatus{TotalReplicas: 1, DesiredAvailable: 1, CurrentAvailable: 1, UnavailableAllowed: 0})
+	budgetedDeployment(t, ns, "port", 1)
 	pod := livePods(t, ns, "app=port")[0]
 	forged := pod.DeepCopy()
 	forged.Name, forged.UID = "port-forged", "00000000-0000-0000-0000-00000000f00d"

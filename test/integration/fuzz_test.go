@@ -6,6 +6,7 @@ import (
 	"flag"
 	"testing"
 
+	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -25,11 +26,12 @@ import (
 // binding), with the manager's caches on the test API server: no panic,
 // and every refusal a 4xx with a message. No controller runs.
 //
-// make test replays the seeds (and testdata/fuzz: a review without an
-// object, which the pod mutation answered 500, now 400). It is not in
-// make fuzz: with the binding webhook's wait (--binding-cache-wait) at
-// 1 ms here it ran 9,553 inputs in 20 s, then its workers stalled (11-27,
-// twice; not yet understood).
+// make test replays the seeds and what it found (testdata/fuzz: a review
+// without an object, and a pod whose kind is an object, both answered 500
+// by the pod mutation, now 400). The binding webhook's wait
+// (--binding-cache-wait) is 1 ms here: a made-up binding names a pod no
+// cache will show. The workers share the coordinator's API server (see
+// sharedKubeconfigEnv).
 func FuzzPodAdmission(f *testing.F) {
 	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0", Labels: map[string]string{"app": "web", pub.LifecycleStateKey: "Normal"},
@@ -60,6 +62,7 @@ func FuzzPodAdmission(f *testing.F) {
 		review.Request.Object.Raw, review.Request.OldObject.Raw = seed.obj, seed.old
 		f.Add(raw(review))
 	}
+	ctrl.SetLogger(logr.Discard())
 	server := &admissiontest.Server{}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: manager.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},

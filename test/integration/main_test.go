@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -30,6 +31,14 @@ var (
 	kubectl    string // path of the pinned kubectl
 	repoRoot   string
 )
+
+// sharedKubeconfigEnv names, for the fuzzer's workers (this binary, started
+// again by go test -fuzz), the kubeconfig of the API server the coordinator
+// runs. A worker must not start its own: the coordinator stops a worker
+// whenever a minimization runs out of time, which leaves that worker's etcd
+// and API server running, and they, holding the worker's pipes, keep the
+// coordinator waiting for good (the stall of FuzzPodAdmission on 11-27).
+const sharedKubeconfigEnv = "LIFELINE_INTEGRATION_KUBECONFIG"
 
 func TestMain(m *testing.M) {
 	code, err := run(m)
@@ -62,6 +71,9 @@ func run(m *testing.M) (int, error) {
 		if err := add(scheme); err != nil {
 			return 0, err
 		}
+	}
+	if path := os.Getenv(sharedKubeconfigEnv); path != "" {
+		return joinShared(m, path)
 	}
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(repoRoot, "config", "crd", "bases")},
@@ -96,5 +108,19 @@ func run(m *testing.M) (int, error) {
 	if err := os.WriteFile(kubeconfig, data, 0o600); err != nil {
 		return 0, err
 	}
+	os.Setenv(sharedKubeconfigEnv, kubeconfig)
+	return m.Run(), nil
+}
+
+// joinShared runs m against the API server the coordinator started.
+func joinShared(m *testing.M, path string) (int, error) {
+	var err error
+	if cfg, err = clientcmd.BuildConfigFromFlags("", path); err != nil {
+		return 0, err
+	}
+	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return 0, err
+	}
+	kubeconfig = path
 	return m.Run(), nil
 }

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -146,10 +148,13 @@ func TestChartCertManagerRenewalUnderLoad(t *testing.T) {
 		return s != first, "serial " + s
 	})
 	second := secretSerial(t, client)
+	trusted := map[string]bool{}
 	poll(t, 3*time.Minute, "both replicas serving the renewed certificate", func(context.Context) (bool, string) {
 		s := served()
+		trusted[trustedCA(t, client)] = true
 		return s[managers[0].Name] == second && s[managers[1].Name] == second, fmt.Sprintf("%v, renewed %s", s, second)
 	})
+	t.Logf("CAs the webhook configurations trusted meanwhile: %v", slices.Sorted(maps.Keys(trusted)))
 	took := time.Since(renewed)
 	time.Sleep(5 * time.Second) // calls that were in flight as the last replica switched
 	close(stop)
@@ -222,6 +227,27 @@ func secretSerial(t *testing.T, client kubernetes.Interface) string {
 		return "none: " + err.Error()
 	}
 	return cert.SerialNumber.String()
+}
+
+// trustedCA names the certificates the API server trusts for the
+// webhooks: the serials in the validating configuration's caBundle.
+func trustedCA(t *testing.T, client kubernetes.Interface) string {
+	t.Helper()
+	c, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(context.Background(), "lifeline-validating-webhooks", metav1.GetOptions{})
+	if err != nil || len(c.Webhooks) == 0 {
+		return fmt.Sprintf("none: %v", err)
+	}
+	var serials []string
+	for rest := c.Webhooks[0].ClientConfig.CABundle; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		if cert, err := x509.ParseCertificate(block.Bytes); err == nil {
+			serials = append(serials, cert.SerialNumber.String())
+		}
+	}
+	return strings.Join(serials, "+")
 }
 
 // servedSerials is the serial of the certificate each replica serves on

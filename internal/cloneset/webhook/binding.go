@@ -144,7 +144,7 @@ func (d *bindingDefaulter) Mutate(ctx context.Context, req admission.Request, ra
 	}
 	binding := &corev1.Binding{}
 	if err := d.decoder.DecodeRaw(runtime.RawExtension{Raw: raw}, binding); err != nil {
-		return nil, err
+		return nil, podadmission.BadObject(err)
 	}
 	result, mutated := d.decide(ctx, req, binding)
 	bindings.WithLabelValues(result).Inc()

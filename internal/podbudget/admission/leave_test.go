@@ -15,11 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -100,17 +98,13 @@ func TestLeft(t *testing.T) {
 // fakeWithReviews is fakeAPI whose SubjectAccessReviews answer by review.
 func fakeWithReviews(t *testing.T, review func(*authorizationv1.SubjectAccessReview), objs ...client.Object) client.Client {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = policyv1alpha1.AddToScheme(scheme)
-	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(objs...).
-		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if r, ok := obj.(*authorizationv1.SubjectAccessReview); ok {
-				review(r)
-				return nil
-			}
-			return c.Create(ctx, obj, opts...)
-		}}).Build()
+	return fakeAPIWith(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if r, ok := obj.(*authorizationv1.SubjectAccessReview); ok {
+			review(r)
+			return nil
+		}
+		return c.Create(ctx, obj, opts...)
+	}}, objs...)
 }
 
 func updateRequest(t *testing.T, user string, old, updated *corev1.Pod) admission.Request {

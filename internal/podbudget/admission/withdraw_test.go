@@ -34,16 +34,21 @@ func budgetObj(name string, selector map[string]string, allowed int32) *policyv1
 // go through slow first.
 func fakeAPI(t *testing.T, slow func(ctx context.Context) error, objs ...client.Object) client.Client {
 	t.Helper()
+	return fakeAPIWith(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		if err := slow(ctx); err != nil {
+			return err
+		}
+		return c.SubResource(sub).Update(context.Background(), obj, opts...)
+	}}, objs...)
+}
+
+// fakeAPIWith is an API server holding objs whose calls go through funcs.
+func fakeAPIWith(funcs interceptor.Funcs, objs ...client.Object) client.Client {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = policyv1alpha1.AddToScheme(scheme)
 	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(objs...).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			if err := slow(ctx); err != nil {
-				return err
-			}
-			return c.SubResource(sub).Update(context.Background(), obj, opts...)
-		}}).Build()
+		WithInterceptorFuncs(funcs).Build()
 }
 
 // waitStatus polls the budget until ok holds, failing after a deadline.

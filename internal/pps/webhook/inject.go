@@ -58,7 +58,7 @@ func (in *Injector) Mutate(ctx context.Context, req admission.Request, raw []byt
 	defer func() { injectLatency.Observe(time.Since(start).Seconds()) }()
 	pod := &corev1.Pod{}
 	if err := json.Unmarshal(raw, pod); err != nil {
-		return nil, err
+		return nil, podadmission.BadObject(err)
 	}
 	owner := metav1.GetControllerOf(pod)
 	if owner == nil {
