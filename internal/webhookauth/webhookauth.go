@@ -27,6 +27,7 @@ import (
 	"golang.org/x/time/rate"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
@@ -97,15 +98,20 @@ type Server struct {
 	webhook.Server
 	o        Options
 	mu       sync.Mutex
-	limiters map[string]*rate.Limiter
+	limiters *lru.Cache // source host → *rate.Limiter
 }
+
+// maxSources bounds the buckets kept: the least recently seen source past
+// it loses its bucket (and gets a full one if it comes back), while a
+// steady source keeps its own.
+const maxSources = 1000
 
 // New wraps s.
 func New(s webhook.Server, o Options) *Server {
 	if o.MaxBody == 0 {
 		o.MaxBody = 64 << 20
 	}
-	return &Server{Server: s, o: o, limiters: map[string]*rate.Limiter{}}
+	return &Server{Server: s, o: o, limiters: lru.New(maxSources)}
 }
 
 // Register registers h at path, guarded.
@@ -144,14 +150,11 @@ func (s *Server) allow(remote string) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l, ok := s.limiters[host]
-	if !ok {
-		if len(s.limiters) > 1000 { // sources come and go; a full bucket is a new one
-			clear(s.limiters)
-		}
-		l = rate.NewLimiter(rate.Limit(s.o.PerSecond), s.o.Burst)
-		s.limiters[host] = l
+	if l, ok := s.limiters.Get(host); ok {
+		return l.(*rate.Limiter).Allow()
 	}
+	l := rate.NewLimiter(rate.Limit(s.o.PerSecond), s.o.Burst)
+	s.limiters.Add(host, l)
 	return l.Allow()
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -71,6 +72,35 @@ func TestGuardLimitsEachSource(t *testing.T) {
 	s.Guard("/validate-pod", h).ServeHTTP(httptest.NewRecorder(), other)
 	if h.calls != 4 {
 		t.Error("another source was held back")
+	}
+}
+
+// A steady source keeps its spent bucket however many other sources come
+// and go: spraying requests from fresh addresses does not refill it.
+func TestGuardKeepsASteadySourcesBucket(t *testing.T) {
+	s := New(nil, Options{Limited: []string{"/validate-pod"}, PerSecond: 0.001, Burst: 2})
+	h := &okHandler{}
+	send := func(addr string) bool { // whether the handler was called
+		r := request("/validate-pod", "")
+		r.RemoteAddr = addr
+		before := h.calls
+		s.Guard("/validate-pod", h).ServeHTTP(httptest.NewRecorder(), r)
+		return h.calls > before
+	}
+	admitted := 0
+	steady := func() {
+		if send("10.0.0.1:1000") {
+			admitted++
+		}
+	}
+	for i := range 3 * maxSources {
+		send(fmt.Sprintf("10.1.%d.%d:1000", i/250, i%250))
+		if i%50 == 0 {
+			steady() // seen now and then, so kept
+		}
+	}
+	if admitted != 2 {
+		t.Errorf("the steady source was admitted %d times, want its burst of 2: it got fresh buckets while others came and went", admitted)
 	}
 }
 
