@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -105,6 +106,9 @@ type Guard struct {
 	// unsettled counts, by budget and pod, records that may be orphans
 	// (see markRecorded).
 	unsettled map[types.NamespacedName]map[string]int
+	// reviews holds the API server's recent answers on who may edit which
+	// budget (see mayEdit).
+	reviews *cache.LRUExpireCache
 }
 
 // PodFinder finds a cached pod by name; the pod is the cache's own and is

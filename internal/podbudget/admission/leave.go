@@ -2,13 +2,16 @@ package admission
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/cache"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/podbudget/workload"
@@ -90,15 +93,33 @@ func names(budgets []*policyv1alpha1.PodUnavailableBudget) string {
 	return strings.Join(n, ", ")
 }
 
+// reviewTTL is how long an answer of the API server on whether a user may
+// edit a budget is reused: a relabelling storm by one user asks once per
+// budget, not once per pod, and a right granted or revoked counts within
+// it (the API server's own webhook authorizer reuses answers longer).
+const reviewTTL = 10 * time.Second
+
 // mayEdit reports whether user may update every one of budgets, asked of
-// the API server (a SubjectAccessReview each): who may change a budget
-// may as well take a pod out of it.
+// the API server (a SubjectAccessReview each, answers reused for
+// reviewTTL): who may change a budget may as well take a pod out of it.
 func (g *Guard) mayEdit(ctx context.Context, user authenticationv1.UserInfo, budgets []*policyv1alpha1.PodUnavailableBudget) (bool, error) {
 	extra := map[string]authorizationv1.ExtraValue{}
 	for k, v := range user.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)
 	}
+	who, err := json.Marshal(user)
+	if err != nil {
+		return false, err
+	}
+	answers := g.reviewAnswers()
 	for _, b := range budgets {
+		key := string(who) + "\x00" + b.Namespace + "/" + b.Name
+		if allowed, ok := answers.Get(key); ok {
+			if !allowed.(bool) {
+				return false, nil
+			}
+			continue
+		}
 		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: user.Username, Groups: user.Groups, UID: user.UID, Extra: extra,
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
@@ -108,9 +129,19 @@ func (g *Guard) mayEdit(ctx context.Context, user authenticationv1.UserInfo, bud
 		if err := g.Writer.Create(ctx, review); err != nil {
 			return false, fmt.Errorf("asking whether %s may edit PodUnavailableBudget %s: %w", user.Username, b.Name, err)
 		}
+		answers.Add(key, review.Status.Allowed, reviewTTL)
 		if !review.Status.Allowed {
 			return false, nil
 		}
 	}
 	return true, nil
+}
+
+func (g *Guard) reviewAnswers() *cache.LRUExpireCache {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.reviews == nil {
+		g.reviews = cache.NewLRUExpireCache(1000)
+	}
+	return g.reviews
 }

@@ -83,6 +83,31 @@ func TestLeavingABudgetIsADisruption(t *testing.T) {
 	}
 }
 
+// A relabelling storm asks the API server once per user and budget: the
+// answers are reused, a refusal as well as a grant.
+func TestLeavingReusesAccessReviews(t *testing.T) {
+	pub := budgetObj("b", map[string]string{"app": "a"}, 0)
+	reviews := map[string]int{}
+	api := fakeWithReviews(t, func(r *authorizationv1.SubjectAccessReview) {
+		reviews[r.Spec.User]++
+		r.Status.Allowed = r.Spec.User == "platform"
+	}, pub)
+	g := &Guard{Cache: api, Live: api, Writer: api, Recorder: events.NewFakeRecorder(100), Now: time.Now}
+	for _, user := range []string{"platform", "app-team"} {
+		for i := range 5 {
+			old := readyPod(i)
+			updated := old.DeepCopy()
+			updated.Labels["app"] = "other"
+			if resp := g.Validate(context.Background(), updateRequest(t, user, old, updated)); resp.Allowed != (user == "platform") {
+				t.Fatalf("%s relabelling %s: admitted %v (%s)", user, old.Name, resp.Allowed, resp.Result.Message)
+			}
+		}
+	}
+	if reviews["platform"] != 1 || reviews["app-team"] != 1 {
+		t.Errorf("access reviews by user: %v, want one each for 5 relabels each", reviews)
+	}
+}
+
 // Left keeps the budgets the pod is no longer covered by, by identity.
 func TestLeft(t *testing.T) {
 	a, b, c := budgetObj("a", nil, 0), budgetObj("b", nil, 0), budgetObj("c", nil, 0)
