@@ -6,6 +6,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -118,7 +119,11 @@ func Binary(ctx context.Context, name string, progress io.Writer) (string, error
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(cache, "bin", b.name+"-"+version+buildRecipe(b))
+	recipe, err := buildRecipe(b, toolsDir)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, "bin", b.name+"-"+version+recipe)
 	path := filepath.Join(dir, b.name)
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
@@ -166,11 +171,29 @@ func versionFlags(b *binary, version string) []string {
 
 // buildRecipe names how a binary is built beside its version, so that a
 // cached binary of an older recipe is built again.
-func buildRecipe(b *binary) string {
+// A main of this repository (a wrapper that wires a module's packages) is
+// keyed by its source too: changed, it is built again.
+func buildRecipe(b *binary, toolsDir string) (string, error) {
 	if b.module == "k8s.io/kubernetes" {
-		return "-stamped"
+		return "-stamped", nil
 	}
-	return ""
+	if !strings.HasPrefix(b.goPackage, "github.com/lifeline-k8s/lifeline/") {
+		return "", nil
+	}
+	files, err := filepath.Glob(filepath.Join(toolsDir, "*.go"))
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d\n", filepath.Base(f), len(data))
+		h.Write(data)
+	}
+	return fmt.Sprintf("-src%x", h.Sum(nil)[:4]), nil
 }
 
 // Binaries returns the paths of all binaries but the on-demand ones, by

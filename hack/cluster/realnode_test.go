@@ -3,6 +3,8 @@ package cluster
 import (
 	"encoding/json"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -50,6 +52,33 @@ func TestVersionFlags(t *testing.T) {
 	}
 	if other := versionFlags(&binary{module: "go.etcd.io/etcd/server/v3"}, "v3.6.8"); other != nil {
 		t.Errorf("etcd flags %v", other)
+	}
+}
+
+// A wrapper main of this repository is cached by its source: edited, it
+// is built again; a module's own main is cached by version alone.
+func TestBuildRecipeFollowsTheWrappersSource(t *testing.T) {
+	dir := t.TempDir()
+	wrapper := &binary{module: "github.com/cert-manager/cert-manager", goPackage: "github.com/lifeline-k8s/lifeline/hack/tools/certmanager"}
+	recipe := func() string {
+		r, err := buildRecipe(wrapper, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first := recipe()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main // with a flag\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if second := recipe(); first == "" || second == first {
+		t.Errorf("recipes %q then %q: want a change with the source", first, second)
+	}
+	if r, _ := buildRecipe(&binary{module: "sigs.k8s.io/kwok", goPackage: "sigs.k8s.io/kwok/cmd/kwok"}, dir); r != "" {
+		t.Errorf("kwok's recipe %q, want none", r)
 	}
 }
 

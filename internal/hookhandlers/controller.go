@@ -44,7 +44,10 @@ type Reconciler struct {
 }
 
 // SetupWithManager recomputes the ConfigMap whenever a workload's hooks
-// may have changed: created, deleted, or its spec changed.
+// may have changed: created, deleted, or its spec changed. Every change
+// queues the one key, so a burst of changes (a rollout of many workloads)
+// coalesces into one recomputation and at most one write of the one
+// ConfigMap; keys per namespace would write it once per namespace.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	key := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: ConfigMapName}}
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{key} })
@@ -83,7 +86,9 @@ func (r *Reconciler) lifecycles(ctx context.Context) (map[string][]*pub.Lifecycl
 	out := map[string][]*pub.Lifecycle{}
 	for _, s := range r.Sources {
 		list := s.List.DeepCopyObject().(client.ObjectList)
-		if err := r.Client.List(ctx, list); err != nil {
+		// Read only, so the cache's own objects: no copy of every workload
+		// per recomputation.
+		if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing %T: %w", list, err)
 		}
 		items, err := meta.ExtractList(list)

@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
@@ -43,53 +42,13 @@ func TestChartOnRealNodes(t *testing.T) {
 		t.Skip("starts a cluster")
 	}
 	ctx := context.Background()
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cluster.Start(ctx, cluster.Options{Dir: clusterDir(t), Nodes: 3, RealNodes: 2, Progress: testWriter{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.CopyConfig(c.Config)
-	cfg.QPS, cfg.Burst = 100, 200 // the test's own reads must not be what is slow
-	client := kubernetes.NewForConfigOrDie(cfg)
-	t.Cleanup(func() {
-		if t.Failed() {
-			dumpPods(t, client, chartNamespace)
-		}
-		c.Stop()
-		for _, err := range c.StopErrors() {
-			t.Errorf("tear-down: %v", err)
-		}
-	})
-	helm, err := cluster.Binary(ctx, "helm", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubectl := c.Binaries["kubectl"]
+	cc := startChartCluster(t, 100)
+	c, client, helm, kubectl := cc.Cluster, cc.client, cc.helm, cc.Binaries["kubectl"]
 	run := func(what string, name string, args ...string) string {
 		t.Helper()
-		cmd := exec.Command(name, args...)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", what, err, out)
-		}
-		return string(out)
+		return cc.run(t, what, name, args...)
 	}
-
-	start := time.Now()
-	images, err := cluster.BuildImages(ctx, cluster.ImageOptions{Root: root, Out: t.TempDir(), Tag: "chart-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	built := time.Since(start)
-	if err := c.ImportImages(ctx, images...); err != nil {
-		t.Fatal(err)
-	}
-	loaded := time.Since(start) - built
+	built, loaded := cc.loadImages(t)
 	registry, err := c.StartEtcdRegistry(ctx, "registry")
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +64,7 @@ func TestChartOnRealNodes(t *testing.T) {
 	}
 	values := chartValues(t, c, registry.Endpoint)
 
-	start = time.Now()
+	start := time.Now()
 	run("helm install", helm, "install", "lifeline", "charts/lifeline", "--namespace", chartNamespace, "--create-namespace",
 		"-f", values, "--wait", "--timeout", "5m")
 	installed := time.Since(start)

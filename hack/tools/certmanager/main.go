@@ -42,6 +42,7 @@ import (
 	_ "github.com/cert-manager/cert-manager/pkg/controller/issuers"
 	_ "github.com/cert-manager/cert-manager/pkg/issuer/ca"
 	_ "github.com/cert-manager/cert-manager/pkg/issuer/selfsigned"
+	utilfeature "github.com/cert-manager/cert-manager/pkg/util/feature"
 )
 
 var controllers = []string{
@@ -59,7 +60,11 @@ func main() {
 
 func run() error {
 	// controller-runtime registers --kubeconfig itself.
+	gates := flag.String("feature-gates", "", "cert-manager's feature gates, as its components take them (e.g. CAInjectorMerging=false: the injector replaces a webhook configuration's caBundle instead of adding to it, as cert-manager did before the gate)")
 	flag.Parse()
+	if err := utilfeature.DefaultMutableFeatureGate.Set(*gates); err != nil {
+		return fmt.Errorf("--feature-gates: %w", err)
+	}
 	ctrl.SetLogger(klog.NewKlogr())
 	kubeconfig := new(string)
 	if f := flag.Lookup("kubeconfig"); f != nil {
