@@ -9,6 +9,7 @@ package bridge
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -200,22 +201,20 @@ func (c *Config) validateWorkloads() field.ErrorList {
 		errs = append(errs, field.Forbidden(field.NewPath("cloneSets"), "set cloneSets or workloads, not both: put the CloneSet selector in workloads"))
 	}
 	seen := map[string]bool{}
+	var kinds []string
+	for _, k := range hook.Kinds() {
+		kinds = append(kinds, string(k))
+	}
 	for i, w := range c.Workloads {
-		switch hook.Kind(w.Kind) {
-		case hook.KindCloneSet, hook.KindStatefulSet, hook.KindDaemonSet:
-			if seen[w.Kind] {
-				errs = append(errs, field.Duplicate(p.Index(i).Child("kind"), w.Kind))
-			}
-			seen[w.Kind] = true
-		case "":
-			errs = append(errs, field.Required(p.Index(i).Child("kind"), "CloneSet, StatefulSet or DaemonSet"))
-		default:
-			kinds := make([]string, 0, len(hook.Kinds))
-			for _, k := range hook.Kinds {
-				kinds = append(kinds, string(k))
-			}
+		switch {
+		case w.Kind == "":
+			errs = append(errs, field.Required(p.Index(i).Child("kind"), strings.Join(kinds, ", ")))
+		case !slices.Contains(kinds, w.Kind):
 			errs = append(errs, field.NotSupported(p.Index(i).Child("kind"), w.Kind, kinds))
+		case seen[w.Kind]:
+			errs = append(errs, field.Duplicate(p.Index(i).Child("kind"), w.Kind))
 		}
+		seen[w.Kind] = true
 		if w.Selector != nil {
 			if _, err := metav1.LabelSelectorAsSelector(w.Selector); err != nil {
 				errs = append(errs, field.Invalid(p.Index(i).Child("selector"), w.Selector, err.Error()))

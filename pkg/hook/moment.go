@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
-	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/pkg/lifecycle"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
@@ -92,7 +92,7 @@ type Event struct {
 	// Workload is the workload controlling the pod, whatever its kind.
 	Workload Workload
 	// CloneSet is the pod's CloneSet when the workload is one, else nil.
-	CloneSet *appsv1alpha1.CloneSet
+	CloneSet *appsv1beta1.CloneSet
 	// Revision is the pod's revision (its controller-revision-hash): the
 	// one it leaves at BeforeUpdate, the one it runs at AfterUpdate.
 	Revision string

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
-	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/pkg/podpatch"
 )
 
@@ -107,7 +107,8 @@ func Add(mgr ctrl.Manager, h Handlers, o Options) error {
 		Named("hook-"+o.Name).
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(op.ownedByFollowed)))
 	for _, f := range o.Follow {
-		b = b.Watches(newObject(f.Kind), handler.EnqueueRequestsFromMapFunc(op.podsOf))
+		k, _ := f.Kind.describe() // validated by New
+		b = b.Watches(k.New(), handler.EnqueueRequestsFromMapFunc(op.podsOf))
 	}
 	return b.WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, RateLimiter: limiter}).Complete(op)
 }
@@ -175,7 +176,7 @@ func (op *operator) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	}
 	e := Event{Moment: s.moment, Pod: pod, Workload: w, Revision: s.revision,
 		Key: fmt.Sprintf("%s/%s/%s/%s", op.opts.Name, pod.UID, s.moment, s.revision)}
-	e.CloneSet, _ = w.Object.(*appsv1alpha1.CloneSet)
+	e.CloneSet, _ = w.Object.(*appsv1beta1.CloneSet)
 	if !op.wasHandled(req.NamespacedName, e.Key) {
 		if err := op.call(ctx, e); err != nil {
 			return reconcile.Result{}, errors.Join(err, op.flagIfLate(ctx, pod, s, err, now))
@@ -311,7 +312,7 @@ func (op *operator) podsOf(ctx context.Context, obj client.Object) []reconcile.R
 }
 
 func (op *operator) ownedByFollowed(obj client.Object) bool {
-	_, ok := followed(op.opts.Follow, metav1.GetControllerOf(obj))
+	_, _, ok := followed(op.opts.Follow, metav1.GetControllerOf(obj))
 	return ok
 }
 

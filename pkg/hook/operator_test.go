@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
-	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 )
 
 // world is a CloneSet with seed 001's inPlaceUpdate hook and one pod held
@@ -37,10 +37,10 @@ func world(t *testing.T, funcs interceptor.Funcs) (client.Client, *corev1.Pod) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	if err := appsv1alpha1.AddToScheme(scheme); err != nil {
+	if err := AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	cs := &appsv1alpha1.CloneSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "cs-uid"}}
+	cs := &appsv1beta1.CloneSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "cs-uid"}}
 	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{registered: "true"}}}
 	p := pod(pub.LifecycleStatePreparingUpdate, true, label(registered, "true"))
 	p.Namespace = "ns"

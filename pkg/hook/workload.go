@@ -6,19 +6,20 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	"github.com/lifeline-k8s/lifeline/pkg/workload"
 )
 
-// Kind is a kind of workload, in apps.kruise.io, whose pods carry
-// lifecycle hooks.
+// Kind names a kind of workload whose pods carry lifecycle hooks: a
+// registered kind (pkg/workload), by name for those of apps.kruise.io.
 type Kind string
 
 const (
@@ -33,8 +34,33 @@ const (
 	KindDaemonSet Kind = "DaemonSet"
 )
 
-// Kinds are the kinds an operator can follow.
-var Kinds = []Kind{KindCloneSet, KindStatefulSet, KindDaemonSet}
+// Kinds are the kinds an operator can follow: every registered workload
+// kind (pkg/workload), by name for those of apps.kruise.io and as
+// Kind.group for others (Fleet.example.com).
+func Kinds() []Kind {
+	var out []Kind
+	for _, k := range workload.Kinds() {
+		out = append(out, kindOf(k))
+	}
+	return out
+}
+
+func kindOf(k workload.Kind) Kind {
+	if k.Group == appsv1beta1.GroupVersion.Group {
+		return Kind(k.Name)
+	}
+	return Kind(k.String())
+}
+
+// describe finds the registered kind k names.
+func (k Kind) describe() (workload.Kind, bool) {
+	for _, d := range workload.Kinds() {
+		if kindOf(d) == k {
+			return d, true
+		}
+	}
+	return workload.Kind{}, false
+}
 
 // Follow names workloads whose pods an operator handles: every workload of
 // Kind whose labels match Selector (nil matches every one).
@@ -46,73 +72,31 @@ type Follow struct {
 // Workload is the workload controlling a pod, whatever its kind.
 type Workload struct {
 	Kind Kind
-	// Object is the workload as read: *appsv1alpha1.CloneSet,
-	// *appsv1beta1.StatefulSet or *appsv1beta1.DaemonSet.
+	// Object is the workload as read, in the version its kind is stored
+	// in: *appsv1beta1.CloneSet, *appsv1beta1.StatefulSet,
+	// *appsv1beta1.DaemonSet, or an unstructured object of a custom kind.
 	Object client.Object
 	// Lifecycle is its spec.lifecycle; Selector its spec.selector.
 	Lifecycle *pub.Lifecycle
 	Selector  *metav1.LabelSelector
+	// View is all the descriptor reads of it (replicas, partition, status).
+	View workload.View
 }
 
 // Name is the workload's name.
 func (w Workload) Name() string { return w.Object.GetName() }
 
-// workloadOf wraps obj, a workload of a known kind, or says it is none.
+// workloadOf wraps obj, a workload of a registered kind, or says it is none.
 func workloadOf(obj client.Object) (Workload, bool) {
-	switch o := obj.(type) {
-	case *appsv1alpha1.CloneSet:
-		return Workload{Kind: KindCloneSet, Object: o, Lifecycle: o.Spec.Lifecycle, Selector: o.Spec.Selector}, true
-	case *appsv1beta1.StatefulSet:
-		return Workload{Kind: KindStatefulSet, Object: o, Lifecycle: o.Spec.Lifecycle, Selector: o.Spec.Selector}, true
-	case *appsv1beta1.DaemonSet:
-		return Workload{Kind: KindDaemonSet, Object: o, Lifecycle: o.Spec.Lifecycle, Selector: o.Spec.Selector}, true
+	v, ok := workload.ReadObject(obj)
+	if !ok {
+		return Workload{}, false
 	}
-	return Workload{}, false
+	return Workload{Kind: kindOf(v.Kind), Object: obj, Lifecycle: v.Lifecycle, Selector: v.Selector, View: v}, true
 }
 
-// newObject and newList are empty objects of a kind, in the version the
-// SDK reads: CloneSet v1alpha1, StatefulSet and DaemonSet v1beta1 (what
-// OpenKruise stores, so no conversion on the API server's side).
-func newObject(k Kind) client.Object {
-	switch k {
-	case KindStatefulSet:
-		return &appsv1beta1.StatefulSet{}
-	case KindDaemonSet:
-		return &appsv1beta1.DaemonSet{}
-	}
-	return &appsv1alpha1.CloneSet{}
-}
-
-func newList(k Kind) client.ObjectList {
-	switch k {
-	case KindStatefulSet:
-		return &appsv1beta1.StatefulSetList{}
-	case KindDaemonSet:
-		return &appsv1beta1.DaemonSetList{}
-	}
-	return &appsv1alpha1.CloneSetList{}
-}
-
-func items(list client.ObjectList) []client.Object {
-	var out []client.Object
-	switch l := list.(type) {
-	case *appsv1alpha1.CloneSetList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *appsv1beta1.StatefulSetList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *appsv1beta1.DaemonSetList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	}
-	return out
-}
-
-// AddToScheme adds the types of every kind the SDK follows.
+// AddToScheme adds the types of the kinds of apps.kruise.io (custom kinds
+// are read unstructured).
 func AddToScheme(s *runtime.Scheme) error {
 	if err := appsv1alpha1.AddToScheme(s); err != nil {
 		return err
@@ -125,10 +109,8 @@ func AddToScheme(s *runtime.Scheme) error {
 func ValidateFollow(follows []Follow) error {
 	seen := map[Kind]bool{}
 	for _, f := range follows {
-		switch f.Kind {
-		case KindCloneSet, KindStatefulSet, KindDaemonSet:
-		default:
-			return fmt.Errorf("hook: cannot follow kind %q: supported kinds are %v", f.Kind, Kinds)
+		if _, ok := f.Kind.describe(); !ok {
+			return fmt.Errorf("hook: cannot follow kind %q: supported kinds are %v", f.Kind, Kinds())
 		}
 		if seen[f.Kind] {
 			return fmt.Errorf("hook: kind %q is followed twice", f.Kind)
@@ -138,23 +120,20 @@ func ValidateFollow(follows []Follow) error {
 	return nil
 }
 
-// followed returns the Follow of the kind ref names, if it is followed.
-// Any version of apps.kruise.io matches, so pods OpenKruise made are
+// followed returns the Follow of the kind ref names, and the kind, if it
+// is followed. Any served version matches, so pods OpenKruise made are
 // followed too.
-func followed(follows []Follow, ref *metav1.OwnerReference) (Follow, bool) {
-	if ref == nil {
-		return Follow{}, false
-	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil || gv.Group != appsv1alpha1.GroupVersion.Group {
-		return Follow{}, false
+func followed(follows []Follow, ref *metav1.OwnerReference) (Follow, workload.Kind, bool) {
+	k, ok := workload.ForOwner(ref)
+	if !ok {
+		return Follow{}, workload.Kind{}, false
 	}
 	for _, f := range follows {
-		if string(f.Kind) == ref.Kind {
-			return f, true
+		if f.Kind == kindOf(k) {
+			return f, k, true
 		}
 	}
-	return Follow{}, false
+	return Follow{}, workload.Kind{}, false
 }
 
 // WorkloadOf returns the followed workload controlling pod, or false when
@@ -162,11 +141,11 @@ func followed(follows []Follow, ref *metav1.OwnerReference) (Follow, bool) {
 // same name.
 func WorkloadOf(ctx context.Context, c client.Reader, follows []Follow, pod *corev1.Pod) (Workload, bool, error) {
 	ref := metav1.GetControllerOf(pod)
-	f, ok := followed(follows, ref)
+	f, k, ok := followed(follows, ref)
 	if !ok {
 		return Workload{}, false, nil
 	}
-	obj := newObject(f.Kind)
+	obj := k.New()
 	if err := c.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: ref.Name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return Workload{}, false, nil
@@ -192,13 +171,24 @@ func ListWorkloads(ctx context.Context, c client.Reader, follows []Follow, names
 		if f.Selector != nil {
 			opts = append(opts, client.MatchingLabelsSelector{Selector: f.Selector})
 		}
-		list := newList(f.Kind)
+		k, ok := f.Kind.describe()
+		if !ok {
+			return nil, fmt.Errorf("hook: unknown kind %q", f.Kind)
+		}
+		list := k.NewList()
 		if err := c.List(ctx, list, opts...); err != nil {
 			return nil, err
 		}
-		for _, obj := range items(list) {
-			w, _ := workloadOf(obj)
-			out = append(out, w)
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range items {
+			if obj, ok := item.(client.Object); ok {
+				if w, ok := workloadOf(obj); ok {
+					out = append(out, w)
+				}
+			}
 		}
 	}
 	return out, nil

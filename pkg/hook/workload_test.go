@@ -2,18 +2,22 @@ package hook
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	"github.com/lifeline-k8s/lifeline/pkg/workload"
 )
 
 // statefulSetWorld is an Advanced StatefulSet, labelled tier=db, with
@@ -139,5 +143,51 @@ func TestFollowsAdvancedDaemonSets(t *testing.T) {
 	}
 	if after.Labels[registered] == "true" {
 		t.Errorf("hook not released: %q", after.Labels[registered])
+	}
+}
+
+// A custom kind registered once (pkg/workload.Register) is followed like
+// the built-in ones: its pods' hooks are handled and released, and the
+// event carries the workload read unstructured.
+func TestFollowsARegisteredCustomKind(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Fleet"}
+	if err := workload.Register(workload.Conventional(gvk, "fleets", "fleet")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { workload.Unregister(gvk.GroupKind()) })
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	fleet := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Fleet",
+		"metadata": map[string]any{"name": "ships", "namespace": "ns", "uid": "fleet-uid"},
+		"spec": map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "ship"}},
+			"lifecycle": map[string]any{"preDelete": map[string]any{"labelsHandler": map[string]any{registered: "true"}}}}}}
+	p := pod(pub.LifecycleStatePreparingDelete, false, label(registered, "true"))
+	p.Name, p.Namespace = "ships-0", "ns"
+	p.Labels["app"] = "ship"
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Fleet", Name: "ships", UID: "fleet-uid", Controller: ptrTrue()}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(fleet, p).Build()
+	if !slices.Contains(Kinds(), "Fleet.example.com") {
+		t.Fatalf("kinds %v: want Fleet.example.com", Kinds())
+	}
+	var got []Event
+	op := newOperator(c, Handlers{BeforeDelete: func(_ context.Context, e Event) error { got = append(got, e); return nil }},
+		Options{Follow: []Follow{{Kind: "Fleet.example.com"}}})
+	if _, err := op.Reconcile(context.Background(), request(p)); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Workload.Kind != "Fleet.example.com" || got[0].Workload.Name() != "ships" || got[0].Workload.Lifecycle == nil {
+		t.Fatalf("events %+v", got)
+	}
+	after := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(p), after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Labels[registered] != "false" {
+		t.Errorf("hook not released: %q", after.Labels[registered])
+	}
+	if reqs := op.podsOf(context.Background(), fleet); len(reqs) != 1 || reqs[0].Name != "ships-0" {
+		t.Errorf("the fleet maps to %v, want its pod", reqs)
 	}
 }
