@@ -151,7 +151,7 @@ func TestFollowsAdvancedDaemonSets(t *testing.T) {
 // event carries the workload read unstructured.
 func TestFollowsARegisteredCustomKind(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Fleet"}
-	if err := workload.Register(workload.Conventional(gvk, "fleets", "fleet")); err != nil {
+	if _, err := workload.Register(workload.Conventional(gvk, "fleets", "fleet")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { workload.Unregister(gvk.GroupKind()) })

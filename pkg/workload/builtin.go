@@ -8,37 +8,37 @@ import (
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 )
 
-// The kinds of apps.kruise.io, read in v1beta1, the version OpenKruise
-// v1.9 stores (no conversion on the API server's side).
+// The kinds of apps.kruise.io, registered first, read in v1beta1, the
+// version OpenKruise v1.9 stores (no conversion on the API server's side).
 var (
-	CloneSet = Kind{Group: appsv1beta1.GroupVersion.Group, Name: "CloneSet", Resource: "clonesets", Short: "clone",
+	CloneSet = mustRegister(Kind{Group: appsv1beta1.GroupVersion.Group, Name: "CloneSet", Resource: "clonesets", Short: "clone",
 		Version: "v1beta1", Served: []string{"v1alpha1", "v1beta1"}, Scale: true, OwnsPods: true,
 		PausedPath: []string{"spec", "updateStrategy", "rollingUpdate", "paused"},
 		New:        func() client.Object { return &appsv1beta1.CloneSet{} }, NewList: func() client.ObjectList { return &appsv1beta1.CloneSetList{} },
-		Read: func(o client.Object) View { return fromCloneSet(o.(*appsv1beta1.CloneSet)) }}
+		Read: func(o client.Object) View { return fromCloneSet(o.(*appsv1beta1.CloneSet)) }})
 	// StatefulSet is the Advanced StatefulSet (not apps/v1's, which has
 	// no lifecycle hooks).
-	StatefulSet = Kind{Group: appsv1beta1.GroupVersion.Group, Name: "StatefulSet", Resource: "statefulsets", Short: "asts",
+	StatefulSet = mustRegister(Kind{Group: appsv1beta1.GroupVersion.Group, Name: "StatefulSet", Resource: "statefulsets", Short: "asts",
 		Version: "v1beta1", Served: []string{"v1alpha1", "v1beta1"}, Scale: true, OwnsPods: true,
 		PausedPath: []string{"spec", "updateStrategy", "rollingUpdate", "paused"},
 		New:        func() client.Object { return &appsv1beta1.StatefulSet{} }, NewList: func() client.ObjectList { return &appsv1beta1.StatefulSetList{} },
-		Read: func(o client.Object) View { return fromStatefulSet(o.(*appsv1beta1.StatefulSet)) }}
+		Read: func(o client.Object) View { return fromStatefulSet(o.(*appsv1beta1.StatefulSet)) }})
 	// DaemonSet is the Advanced DaemonSet. Its pods have the preDelete hook
 	// only, and it has no scale subresource: it wants a pod on each node
 	// that should run one.
-	DaemonSet = Kind{Group: appsv1beta1.GroupVersion.Group, Name: "DaemonSet", Resource: "daemonsets", Short: "ads",
+	DaemonSet = mustRegister(Kind{Group: appsv1beta1.GroupVersion.Group, Name: "DaemonSet", Resource: "daemonsets", Short: "ads",
 		Version: "v1beta1", Served: []string{"v1alpha1", "v1beta1"}, OwnsPods: true,
 		PausedPath: []string{"spec", "updateStrategy", "rollingUpdate", "paused"},
 		New:        func() client.Object { return &appsv1beta1.DaemonSet{} }, NewList: func() client.ObjectList { return &appsv1beta1.DaemonSetList{} },
-		Read: func(o client.Object) View { return fromDaemonSet(o.(*appsv1beta1.DaemonSet)) }}
+		Read: func(o client.Object) View { return fromDaemonSet(o.(*appsv1beta1.DaemonSet)) }})
 )
 
-func init() {
-	for _, k := range []Kind{CloneSet, StatefulSet, DaemonSet} {
-		if err := Register(k); err != nil {
-			panic(err)
-		}
+func mustRegister(k Kind) Kind {
+	k, err := Register(k)
+	if err != nil {
+		panic(err)
 	}
+	return k
 }
 
 func fromCloneSet(cs *appsv1beta1.CloneSet) View {

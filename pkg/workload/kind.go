@@ -40,8 +40,8 @@ type Kind struct {
 	// owns.
 	OwnsPods bool
 	// New and NewList are empty objects of the kind in Version, to read
-	// into; Read views an object read into New's result (View sets its
-	// Kind).
+	// into; Read views an object read into New's result (once registered,
+	// with its Kind set).
 	New     func() client.Object
 	NewList func() client.ObjectList
 	Read    func(client.Object) View
@@ -50,7 +50,9 @@ type Kind struct {
 // View is obj, read into New's result, as every part reads a workload.
 func (k Kind) View(obj client.Object) View {
 	v := k.Read(obj)
-	v.Kind = k
+	if v.Kind.Name == "" {
+		v.Kind = k
+	}
 	return v
 }
 
@@ -72,10 +74,17 @@ var registry struct {
 
 // Register adds a kind, once: every part of Lifeline that deals with
 // workloads then deals with it. It refuses a kind already registered or
-// one without its readers.
-func Register(k Kind) error {
+// one without its readers, and returns the kind as registered, whose Read
+// sets the view's Kind.
+func Register(k Kind) (Kind, error) {
 	if k.Group == "" || k.Name == "" || k.Version == "" || k.New == nil || k.NewList == nil || k.Read == nil {
-		return fmt.Errorf("workload kind %s: group, name, version, New, NewList and Read are required", k)
+		return Kind{}, fmt.Errorf("workload kind %s: group, name, version, New, NewList and Read are required", k)
+	}
+	read := k.Read
+	k.Read = func(o client.Object) View {
+		v := read(o)
+		v.Kind = k
+		return v
 	}
 	if !slices.Contains(k.Served, k.Version) {
 		k.Served = append(slices.Clone(k.Served), k.Version)
@@ -84,11 +93,11 @@ func Register(k Kind) error {
 	defer registry.Unlock()
 	for _, have := range registry.kinds {
 		if have.GroupKind() == k.GroupKind() {
-			return fmt.Errorf("workload kind %s is registered already", k)
+			return Kind{}, fmt.Errorf("workload kind %s is registered already", k)
 		}
 	}
 	registry.kinds = append(registry.kinds, k)
-	return nil
+	return k, nil
 }
 
 // Unregister removes a kind registered by a test.

@@ -39,10 +39,10 @@ func TestBuiltinKinds(t *testing.T) {
 	if k, ok := Of(&appsv1beta1.DaemonSet{}); !ok || k.Name != "DaemonSet" {
 		t.Errorf("Of(DaemonSet) = %v, %v", k, ok)
 	}
-	if err := Register(CloneSet); err == nil {
+	if _, err := Register(CloneSet); err == nil {
 		t.Error("CloneSet registered twice")
 	}
-	if err := Register(Kind{Group: "example.com", Name: "Half"}); err == nil {
+	if _, err := Register(Kind{Group: "example.com", Name: "Half"}); err == nil {
 		t.Error("a kind without its readers was registered")
 	}
 }
@@ -78,7 +78,7 @@ func TestViews(t *testing.T) {
 func TestConventionalKind(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Fleet"}
 	k := Conventional(gvk, "fleets", "fleet")
-	if err := Register(k); err != nil {
+	if _, err := Register(k); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { Unregister(gvk.GroupKind()) })

@@ -15,15 +15,15 @@ import (
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
 	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/diagnose"
-	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/workload"
+	"github.com/lifeline-k8s/lifeline/pkg/workload"
 )
 
 // readObject reads the workload kind/name alone: what the rollout verbs
 // need.
-func (s *session) readObject(ctx context.Context, k workload.Kind, name string) (workload.Rollout, client.Object, error) {
+func (s *session) readObject(ctx context.Context, k workload.Kind, name string) (workload.View, client.Object, error) {
 	obj := k.New()
 	if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, obj); err != nil {
-		return workload.Rollout{}, nil, err
+		return workload.View{}, nil, err
 	}
 	return k.Read(obj), obj, nil
 }
@@ -37,7 +37,7 @@ func (s *session) readWorkload(ctx context.Context, k workload.Kind, name string
 	}
 	snap := diagnose.Snapshot{Now: s.now(), Workload: w}
 	pods := &corev1.PodList{}
-	if err := s.c.List(ctx, pods, client.InNamespace(s.namespace), client.MatchingLabelsSelector{Selector: w.Selector}); err != nil {
+	if err := s.c.List(ctx, pods, client.InNamespace(s.namespace), client.MatchingLabelsSelector{Selector: w.LabelSelector()}); err != nil {
 		return snap, err
 	}
 	for _, p := range pods.Items {
@@ -52,7 +52,7 @@ func (s *session) readWorkload(ctx context.Context, k workload.Kind, name string
 	if err != nil {
 		return snap, err
 	}
-	refs := map[string]bool{w.Kind + "/" + w.Name: true}
+	refs := map[string]bool{w.Kind.Name + "/" + w.Name: true}
 	for _, p := range snap.Pods {
 		refs["Pod/"+p.Name] = true
 	}
@@ -147,9 +147,9 @@ func ownerOf(pod *corev1.Pod) diagnose.OwnerRef {
 // the workloads the plugin knows.
 func ownerKind(pod *corev1.Pod) (workload.Kind, string, bool) {
 	ref := metav1.GetControllerOf(pod)
-	if ref == nil || !strings.HasPrefix(ref.APIVersion, kruiseGroup+"/") {
+	k, ok := workload.ForOwner(ref)
+	if !ok {
 		return workload.Kind{}, "", false
 	}
-	k, ok := workload.Kinds[ref.Kind]
-	return k, ref.Name, ok
+	return k, ref.Name, true
 }

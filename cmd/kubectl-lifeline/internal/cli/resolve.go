@@ -6,11 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/workload"
+	"github.com/lifeline-k8s/lifeline/pkg/workload"
 )
-
-// kruiseGroup is the group of the workloads the plugin knows.
-const kruiseGroup = "apps.kruise.io"
 
 // target is a resource argument resolved: its kind and name.
 type target struct {
@@ -47,16 +44,18 @@ func (s *session) resolve(args []string) (target, error) {
 // workloadKind is the plugin's kind of a resolved target, or an error
 // saying which kinds the command takes.
 func workloadKind(t target) (workload.Kind, error) {
-	if t.GroupKind.Group == kruiseGroup {
-		if k, ok := workload.Kinds[t.GroupKind.Kind]; ok {
-			return k, nil
-		}
+	if k, ok := workload.Lookup(t.GroupKind); ok {
+		return k, nil
 	}
 	hint := ""
 	if t.GroupKind.Group == "apps" && (t.GroupKind.Kind == "StatefulSet" || t.GroupKind.Kind == "DaemonSet") {
 		hint = fmt.Sprintf(" (that is the native %s; use asts/NAME or ads/NAME for Lifeline's)", t.GroupKind.Kind)
 	}
-	return workload.Kind{}, fmt.Errorf("%s/%s: want a CloneSet (clone), an Advanced StatefulSet (asts) or an Advanced DaemonSet (ads)%s", t.GroupKind.String(), t.Name, hint)
+	var known []string
+	for _, k := range workload.Kinds() {
+		known = append(known, fmt.Sprintf("%s (%s)", k.Name, k.Short))
+	}
+	return workload.Kind{}, fmt.Errorf("%s/%s: want one of %s%s", t.GroupKind.String(), t.Name, strings.Join(known, ", "), hint)
 }
 
 // want checks that t is of kind gk.

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/diagnose"
-	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/workload"
+	"github.com/lifeline-k8s/lifeline/pkg/workload"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
@@ -96,7 +96,7 @@ func (o *options) rolloutStatusCmd() *cobra.Command {
 }
 
 // readRevisions reads the workload kind/name and its revisions.
-func (s *session) readRevisions(ctx context.Context, k workload.Kind, name string) (workload.Rollout, client.Object, []appsv1.ControllerRevision, error) {
+func (s *session) readRevisions(ctx context.Context, k workload.Kind, name string) (workload.View, client.Object, []appsv1.ControllerRevision, error) {
 	w, obj, err := s.readObject(ctx, k, name)
 	if err != nil {
 		return w, nil, nil, err
@@ -175,7 +175,7 @@ type revisionRow struct {
 	Role string `json:"role,omitempty"`
 }
 
-func history(revs []appsv1.ControllerRevision, w workload.Rollout) []revisionRow {
+func history(revs []appsv1.ControllerRevision, w workload.View) []revisionRow {
 	var out []revisionRow
 	for i := range revs {
 		cr := &revs[i]
@@ -196,7 +196,7 @@ func history(revs []appsv1.ControllerRevision, w workload.Rollout) []revisionRow
 	return out
 }
 
-func (s *session) printRevision(revs []appsv1.ControllerRevision, n int64, w workload.Rollout) error {
+func (s *session) printRevision(revs []appsv1.ControllerRevision, n int64, w workload.View) error {
 	for i := range revs {
 		if revs[i].Revision != n {
 			continue
@@ -257,7 +257,7 @@ func (o *options) undoCmd() *cobra.Command {
 
 // rollbackTarget is revision to, or with to 0 the newest revision before
 // the update revision.
-func rollbackTarget(revs []appsv1.ControllerRevision, w workload.Rollout, to int64) (*appsv1.ControllerRevision, error) {
+func rollbackTarget(revs []appsv1.ControllerRevision, w workload.View, to int64) (*appsv1.ControllerRevision, error) {
 	if to > 0 {
 		for i := range revs {
 			if revs[i].Revision == to {

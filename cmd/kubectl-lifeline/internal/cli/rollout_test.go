@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/diagnose"
-	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/workload"
+	"github.com/lifeline-k8s/lifeline/pkg/workload"
 )
 
 func TestRollbackTarget(t *testing.T) {
@@ -16,7 +16,7 @@ func TestRollbackTarget(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "agent-bbb"}, Revision: 2},
 		{ObjectMeta: metav1.ObjectMeta{Name: "agent-ccc"}, Revision: 3},
 	}
-	w := workload.Rollout{Short: "ads", Name: "agent"}
+	w := workload.View{Kind: workload.DaemonSet, Name: "agent"}
 	for _, c := range []struct {
 		update string
 		to     int64
@@ -38,7 +38,7 @@ func TestRollbackTarget(t *testing.T) {
 	if _, err := rollbackTarget(revs, w, 9); err == nil {
 		t.Error("rolled back to a revision that does not exist")
 	}
-	if _, err := rollbackTarget(revs[:1], workload.Rollout{Status: workload.Status{UpdateRevision: "agent-aaa"}}, 0); err == nil {
+	if _, err := rollbackTarget(revs[:1], workload.View{Status: workload.Status{UpdateRevision: "agent-aaa"}}, 0); err == nil {
 		t.Error("rolled back with no earlier revision")
 	}
 }

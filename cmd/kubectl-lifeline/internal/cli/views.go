@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/diagnose"
-	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/workload"
+	"github.com/lifeline-k8s/lifeline/pkg/workload"
 )
 
 func (o *options) statusCmd() *cobra.Command {

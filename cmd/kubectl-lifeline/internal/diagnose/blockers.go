@@ -324,7 +324,7 @@ func budgetNumbers(b *policyv1beta1.PodUnavailableBudget) string {
 func budgetRemedy(b *policyv1beta1.PodUnavailableBudget, s Snapshot, unavailable []*corev1.Pod) string {
 	var waiting []*corev1.Pod
 	for _, pod := range unavailable {
-		if Covers(b, pod, s.Workload.Kind, s.Workload.Name) {
+		if Covers(b, pod, s.Workload.Kind.Name, s.Workload.Name) {
 			waiting = append(waiting, pod)
 		}
 	}

@@ -106,7 +106,7 @@ func Explain(s PodSnapshot) PodView {
 	minReady := int32(0)
 	if s.Workload != nil {
 		w := s.Workload.Workload
-		minReady, v.Owner = w.MinReadySeconds, w.Kind+"/"+w.Name
+		minReady, v.Owner = w.MinReadySeconds, w.Kind.Name+"/"+w.Name
 		v.Updated = updated(pod, w.Status.UpdateRevision)
 		v.Holding = podBlocker(*s.Workload, pod)
 		for _, b := range covering(s.Workload.Budgets, pod, w) {

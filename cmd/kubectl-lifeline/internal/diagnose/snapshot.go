@@ -15,13 +15,13 @@ import (
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
-	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/workload"
+	"github.com/lifeline-k8s/lifeline/pkg/workload"
 )
 
 // Snapshot is what a view is computed from, read at Now.
 type Snapshot struct {
 	Now      time.Time
-	Workload workload.Rollout
+	Workload workload.View
 	// Pods are the workload's pods (its selector, owned by it).
 	Pods []corev1.Pod
 	// Budgets are the namespace's PodUnavailableBudgets.
@@ -55,11 +55,11 @@ func sortEvents(evs []Event) {
 // covering is the budgets that cover pod: its labels match the budget's
 // selector, or its owner is the budget's target, and the budget's
 // ignoredPodSelector does not match it.
-func covering(budgets []policyv1beta1.PodUnavailableBudget, pod *corev1.Pod, owner workload.Rollout) []*policyv1beta1.PodUnavailableBudget {
+func covering(budgets []policyv1beta1.PodUnavailableBudget, pod *corev1.Pod, owner workload.View) []*policyv1beta1.PodUnavailableBudget {
 	var out []*policyv1beta1.PodUnavailableBudget
 	for i := range budgets {
 		b := &budgets[i]
-		if Covers(b, pod, owner.Kind, owner.Name) {
+		if Covers(b, pod, owner.Kind.Name, owner.Name) {
 			out = append(out, b)
 		}
 	}

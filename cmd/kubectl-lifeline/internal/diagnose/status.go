@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
-	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/workload"
+	"github.com/lifeline-k8s/lifeline/pkg/workload"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
@@ -203,7 +203,7 @@ func controllerWaits(conds []workload.Condition) string {
 // workload or its pods, oldest first.
 func warnings(s Snapshot) []Event {
 	var out []Event
-	ref := s.Workload.Kind + "/" + s.Workload.Name
+	ref := s.Workload.Kind.Name + "/" + s.Workload.Name
 	for _, e := range s.Events {
 		if e.Type == corev1.EventTypeWarning && s.Now.Sub(e.Time) <= 10*time.Minute && (e.Regarding == ref || strings.HasPrefix(e.Regarding, "Pod/")) {
 			e.Age = duration.HumanDuration(s.Now.Sub(e.Time))

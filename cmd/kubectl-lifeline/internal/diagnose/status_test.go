@@ -13,7 +13,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
-	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/workload"
+	"github.com/lifeline-k8s/lifeline/pkg/workload"
 )
 
 var now = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
@@ -24,14 +24,14 @@ var hook = &pub.LifecycleHook{LabelsHandler: map[string]string{"h": "1"}, Finali
 
 // daemon is an Advanced DaemonSet on 2 nodes: its status names the update
 // revision by its short hash, its pods carry the hash.
-func daemon() workload.Rollout {
+func daemon() workload.View {
 	d := &appsv1beta1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent", Generation: 2},
 		Spec: appsv1beta1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
 			Lifecycle: &pub.Lifecycle{PreDelete: hook, InPlaceUpdate: hook},
 			UpdateStrategy: appsv1beta1.DaemonSetUpdateStrategy{RollingUpdate: &appsv1beta1.RollingUpdateDaemonSet{
 				MaxUnavailable: ptr.To(intstr.FromString("50%")), Partition: ptr.To(intstr.FromInt32(0))}}},
 		Status: appsv1beta1.DaemonSetStatus{DesiredNumberScheduled: 2, ObservedGeneration: 2, UpdateRevision: "9f8e"}}
-	return workload.FromDaemonSet(d)
+	return workload.DaemonSet.View(d)
 }
 
 func dpod(name, hash string, opts ...func(*corev1.Pod)) corev1.Pod {
@@ -117,13 +117,13 @@ func TestAdaptersResolveTheRolloutLimits(t *testing.T) {
 	if d.Replicas != 2 || d.MaxUnavailable != 1 || d.Ref() != "ads/agent" {
 		t.Errorf("daemon: %+v", d)
 	}
-	cs := workload.FromCloneSet(&appsv1beta1.CloneSet{Spec: appsv1beta1.CloneSetSpec{Replicas: ptr.To[int32](10),
+	cs := workload.CloneSet.View(&appsv1beta1.CloneSet{Spec: appsv1beta1.CloneSetSpec{Replicas: ptr.To[int32](10),
 		UpdateStrategy: appsv1beta1.CloneSetUpdateStrategy{RollingUpdate: &appsv1beta1.RollingUpdateCloneSetStrategy{Partition: ptr.To(intstr.FromString("25%"))}}}})
 	// OpenKruise rounds a partition up and defaults maxUnavailable to 20%.
 	if cs.Partition != 3 || cs.MaxUnavailable != 2 {
 		t.Errorf("cloneset partition %d maxUnavailable %d, want 3 and 2", cs.Partition, cs.MaxUnavailable)
 	}
-	sts := workload.FromStatefulSet(&appsv1beta1.StatefulSet{Spec: appsv1beta1.StatefulSetSpec{Replicas: ptr.To[int32](3)}})
+	sts := workload.StatefulSet.View(&appsv1beta1.StatefulSet{Spec: appsv1beta1.StatefulSetSpec{Replicas: ptr.To[int32](3)}})
 	if sts.MaxUnavailable != 1 || sts.Replicas != 3 || sts.Strategy != "RollingUpdate" {
 		t.Errorf("statefulset: %+v", sts)
 	}

@@ -18,7 +18,7 @@ import (
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
 	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/diagnose"
-	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/workload"
+	"github.com/lifeline-k8s/lifeline/pkg/workload"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -113,7 +113,7 @@ func budget(allowed int32) policyv1beta1.PodUnavailableBudget {
 }
 
 func statusOf(cs *appsv1beta1.CloneSet, pods []corev1.Pod, budgets []policyv1beta1.PodUnavailableBudget, events ...diagnose.Event) diagnose.StatusView {
-	return diagnose.Status(diagnose.Snapshot{Now: now, Workload: workload.FromCloneSet(cs), Pods: pods, Budgets: budgets, Events: events})
+	return diagnose.Status(diagnose.Snapshot{Now: now, Workload: workload.CloneSet.View(cs), Pods: pods, Budgets: budgets, Events: events})
 }
 
 func TestStatusGolden(t *testing.T) {
@@ -157,7 +157,7 @@ func TestExplainGolden(t *testing.T) {
 			corev1.PodCondition{Type: "hook.lifeline.dev/registry", Status: corev1.ConditionFalse, Reason: "HandlerFailed", Message: "registry unreachable", LastTransitionTime: ago(3 * time.Minute)},
 			corev1.PodCondition{Type: pub.KruisePodReadyConditionType, Status: corev1.ConditionFalse, Message: `[{"userAgent":"Lifeline","key":"lifecycle.inPlaceUpdate"}]`, LastTransitionTime: ago(4 * time.Minute)})
 	})
-	w := diagnose.Snapshot{Now: now, Workload: workload.FromCloneSet(cs), Pods: []corev1.Pod{held}, Budgets: []policyv1beta1.PodUnavailableBudget{budget(0)}}
+	w := diagnose.Snapshot{Now: now, Workload: workload.CloneSet.View(cs), Pods: []corev1.Pod{held}, Budgets: []policyv1beta1.PodUnavailableBudget{budget(0)}}
 	pps := appsv1beta1.PersistentPodState{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web"},
 		Spec: appsv1beta1.PersistentPodStateSpec{TargetReference: appsv1beta1.TargetReference{APIVersion: "apps.kruise.io/v1alpha1", Kind: "CloneSet", Name: "web"},
 			RequiredPersistentTopology: &appsv1beta1.NodeTopologyTerm{Keys: []string{"topology.kubernetes.io/zone"}}},
