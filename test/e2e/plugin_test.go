@@ -322,7 +322,7 @@ func TestPluginRolloutVerbs(t *testing.T) {
 	}
 	rolledOut(t, ns, ref)
 
-	if out, err := runPlugin(t, ns, "status", "deploy/nothing"); err == nil || !strings.Contains(out, "want a CloneSet (clone)") {
+	if out, err := runPlugin(t, ns, "status", "deploy/nothing"); err == nil || !strings.Contains(out, "want one of CloneSet (clone)") {
 		t.Errorf("status of a Deployment: %v\n%s", err, out)
 	}
 	if out, err := runPlugin(t, ns, "status", "clone/missing"); err == nil || !strings.Contains(out, "not found") {

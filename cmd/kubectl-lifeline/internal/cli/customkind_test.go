@@ -28,8 +28,8 @@ func TestStatusOfARegisteredCustomKind(t *testing.T) {
 	t.Cleanup(func() { workload.Unregister(gvk.GroupKind()) })
 	fleet := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Fleet",
 		"metadata": map[string]any{"name": "ships", "namespace": "ns", "uid": "fleet-uid", "generation": int64(2)},
-		"spec": map[string]any{"replicas": int64(2), "selector": map[string]any{"matchLabels": map[string]any{"app": "ship"}}},
-		"status": map[string]any{"observedGeneration": int64(2), "replicas": int64(2), "updateRevision": "ships-2"}}}
+		"spec":     map[string]any{"replicas": int64(2), "selector": map[string]any{"matchLabels": map[string]any{"app": "ship"}}},
+		"status":   map[string]any{"observedGeneration": int64(2), "replicas": int64(2), "updateRevision": "ships-2"}}}
 	pod := func(name, revision string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns",
 			Labels:          map[string]string{"app": "ship", "controller-revision-hash": revision},

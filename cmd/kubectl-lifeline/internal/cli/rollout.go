@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/lifeline-k8s/lifeline/cmd/kubectl-lifeline/internal/diagnose"
-	"github.com/lifeline-k8s/lifeline/pkg/workload"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
+	"github.com/lifeline-k8s/lifeline/pkg/workload"
 )
 
 // rolloutCmd is kubectl-kruise's rollout verbs for the kinds kubectl

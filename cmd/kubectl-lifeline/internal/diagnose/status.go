@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
-	"github.com/lifeline-k8s/lifeline/pkg/workload"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
+	"github.com/lifeline-k8s/lifeline/pkg/workload"
 )
 
 // StatusView is `kubectl lifeline status`: where a rollout is and, when it
