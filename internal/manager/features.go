@@ -8,16 +8,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
@@ -25,7 +22,6 @@ import (
 	clonesetcontroller "github.com/lifeline-k8s/lifeline/internal/cloneset/controller"
 	clonesetwebhook "github.com/lifeline-k8s/lifeline/internal/cloneset/webhook"
 	"github.com/lifeline-k8s/lifeline/internal/conversion"
-	"github.com/lifeline-k8s/lifeline/internal/hookhandlers"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	budgetcontroller "github.com/lifeline-k8s/lifeline/internal/podbudget/controller"
@@ -45,16 +41,16 @@ import (
 // CloneSet hook guard into PreparingDelete).
 func Features() []*Feature {
 	// The expectation timeout and the hook-wait warning are flags every
-	// workload shares; the CloneSet feature binds them.
-	shared := &clonesetcontroller.Options{}
+	// workload shares; the Workloads feature binds them.
+	shared := &WorkloadOptions{}
 	sts := &statefulsetcontroller.Options{}
-	return []*Feature{PodUnavailableBudget(), CloneSet(shared), StatefulSet(shared, sts), DaemonSet(shared), PersistentPodState(sts)}
+	return []*Feature{PodUnavailableBudget(), Workloads(shared), CloneSet(shared), StatefulSet(shared, sts), DaemonSet(shared), PersistentPodState(sts)}
 }
 
 // StatefulSet runs Advanced StatefulSets (apps.kruise.io StatefulSet):
 // its controller, both versions with their conversion, its defaults and
 // validation.
-func StatefulSet(shared *clonesetcontroller.Options, c *statefulsetcontroller.Options) *Feature {
+func StatefulSet(shared *WorkloadOptions, c *statefulsetcontroller.Options) *Feature {
 	o := &statefulsetwebhook.Options{}
 	return &Feature{
 		Name: "statefulset",
@@ -76,17 +72,6 @@ func StatefulSet(shared *clonesetcontroller.Options, c *statefulsetcontroller.Op
 		Webhooks: func(_ ctrl.Manager, _ *Shared, w Webhooks) {
 			statefulsetwebhook.Register(w.Server, w.Decoder, *o)
 		},
-		// The hook guard (the CloneSet feature's pod admission handler)
-		// serves a set that opts in; such a set makes its namespace ask
-		// for the fail-closed disruption webhooks.
-		Protection: []protection.Source{{Kind: protection.Disruptions, Object: &appsv1beta1.StatefulSet{}, List: &appsv1beta1.StatefulSetList{},
-			Holds: func(obj client.Object) bool {
-				guards, _ := clonesetwebhook.GuardsHooks(clonesetwebhook.GuardedStatefulSet(obj.(*appsv1beta1.StatefulSet)))
-				return guards
-			}}},
-		FailClosed: map[string]protection.Kind{"vpod.lifeline.dev": protection.Disruptions, "vpodeviction.lifeline.dev": protection.Disruptions},
-		HookHandlers: []hookhandlers.Source{{Object: &appsv1beta1.StatefulSet{}, List: &appsv1beta1.StatefulSetList{},
-			Lifecycle: func(obj client.Object) *pub.Lifecycle { return obj.(*appsv1beta1.StatefulSet).Spec.Lifecycle }}},
 	}
 }
 
@@ -164,10 +149,14 @@ func (g *budgetGates) apply(guard *budgetadmission.Guard) {
 // CloneSet runs CloneSets: its controller, its validation and defaults,
 // the binding mutator that makes scheduled pods Normal, and the hook
 // guard. o receives its flags.
-func CloneSet(o *clonesetcontroller.Options) *Feature {
+func CloneSet(shared *WorkloadOptions) *Feature {
+	o := &clonesetcontroller.Options{}
 	// The controller's expectations, which the binding mutator reads too;
 	// made once the flags are parsed.
-	expectations := sync.OnceValue(func() *podexec.Expectations { return clonesetcontroller.NewExpectations(*o) })
+	expectations := sync.OnceValue(func() *podexec.Expectations {
+		o.ExpectationTimeout, o.HookWaitWarning = shared.ExpectationTimeout, shared.HookWaitWarning
+		return clonesetcontroller.NewExpectations(*o)
+	})
 	// controllerRuns: the controller is set up in this manager, so the
 	// pods it creates are in expectations once it leads.
 	var controllerRuns atomic.Bool
@@ -178,9 +167,6 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 			fs.IntVar(&o.Workers, "cloneset-workers", 3, "How many CloneSets reconcile at once.")
 			fs.DurationVar(&bindingWait, "binding-cache-wait", clonesetwebhook.CacheWait,
 				"How long the pod binding webhook waits for the manager's cache to show a pod it does not show yet before reading it from the API server.")
-			fs.DurationVar(&o.ExpectationTimeout, "expectation-timeout", 5*time.Minute, "How long a write the cache never shows may hold a workload (CloneSet, Advanced StatefulSet) back.")
-			fs.DurationVar(&o.HookWaitWarning, "hook-wait-warning", 10*time.Minute,
-				"How long a pod may wait on a lifecycle hook before a LifecycleHookWaiting Warning event on its workload says so; 0 turns it off.")
 			fs.BoolVar(&o.ExcludePreparingDelete, "cloneset-scaling-exclude-preparing-delete", false,
 				"Leave PreparingDelete pods out of every CloneSet's replica count, so scaling up creates new pods instead of reviving them.")
 			fs.BoolVar(&o.CreatePodsNormal, "cloneset-create-pods-normal", false,
@@ -191,9 +177,10 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 		AddToScheme: schemes(appsv1alpha1.AddToScheme, appsv1beta1.AddToScheme),
 		Conversions: []schema.GroupKind{conversion.CloneSet},
 		Controllers: func(ctx context.Context, mgr ctrl.Manager, s *Shared) error {
+			exp := expectations()
 			r := &clonesetcontroller.Reconciler{
 				Client: HubClient(mgr), APIReader: HubReader(mgr), Recorder: mgr.GetEventRecorder("cloneset-controller"),
-				Budgets: s.Budgets, Options: *o, Expectations: expectations(), Pods: s.Pods,
+				Budgets: s.Budgets, Options: *o, Expectations: exp, Pods: s.Pods,
 			}
 			controllerRuns.Store(true)
 			return r.SetupWithManager(ctx, mgr)
@@ -208,25 +195,10 @@ func CloneSet(o *clonesetcontroller.Options) *Feature {
 			}
 			w.Mutating.Register("cloneset-normal-in-bind", clonesetwebhook.NewBindingMutator(w.Decoder, HubClient(mgr), expectations(), leading(mgr, &controllerRuns), s.Webhook, arrivals, bindingWait), clonesetwebhook.BindingTarget)
 			w.Mutating.Register("cloneset-gate-in-status", clonesetwebhook.NewGateMutator(w.Decoder), clonesetwebhook.GateStatusTarget)
-			w.Validating.Register("cloneset-hook-guard", &clonesetwebhook.HookGuard{
-				Cache: HubClient(mgr), Live: HubReader(mgr), Writer: HubClient(mgr), Recorder: mgr.GetEventRecorder("cloneset-hook-guard"),
-				Exempt: map[string]bool{s.Self: true},
-			}, podadmission.DisruptionTargets...)
 		},
 		MatchConditions: map[string][]podadmission.MatchCondition{
-			// A pod already terminating is gone from service, and every
-			// feature lets its final deletion through.
-			"vpod.lifeline.dev":       {{Name: "not-terminating", Expression: "!has(oldObject.metadata.deletionTimestamp)"}},
 			"mpodstatus.lifeline.dev": clonesetwebhook.GateStatusConditions,
 		},
-		Protection: []protection.Source{{Kind: protection.Disruptions, Object: &appsv1beta1.CloneSet{}, List: &appsv1alpha1.CloneSetList{},
-			Holds: func(obj client.Object) bool {
-				guards, _ := clonesetwebhook.GuardsHooks(clonesetwebhook.GuardedCloneSet(obj.(*appsv1alpha1.CloneSet)))
-				return guards
-			}}},
-		FailClosed: map[string]protection.Kind{"vpod.lifeline.dev": protection.Disruptions, "vpodeviction.lifeline.dev": protection.Disruptions},
-		HookHandlers: []hookhandlers.Source{{Object: &appsv1beta1.CloneSet{}, List: &appsv1alpha1.CloneSetList{},
-			Lifecycle: func(obj client.Object) *pub.Lifecycle { return obj.(*appsv1alpha1.CloneSet).Spec.Lifecycle }}},
 	}
 }
 
