@@ -33,13 +33,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	"github.com/lifeline-k8s/lifeline/internal/podbudget/budget"
 	"github.com/lifeline-k8s/lifeline/internal/protection"
 	"github.com/lifeline-k8s/lifeline/internal/requeue"
+	lifelineworkload "github.com/lifeline-k8s/lifeline/pkg/workload"
 )
 
 // resync bounds how long a budget goes unchecked: a workload's replicas
@@ -84,16 +84,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return err
 		}
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&policyv1beta1.PodUnavailableBudget{}).
-		Watches(&corev1.Pod{}, r.podEvents()).
-		// A workload scaled changes what its budgets expect (a scale-down
-		// must not wait for the resync to be let through).
-		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
-		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
-		Watches(&appsv1beta1.CloneSet{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
-		Watches(&appsv1.DaemonSet{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
-		Watches(&appsv1beta1.DaemonSet{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged)).
+		Watches(&corev1.Pod{}, r.podEvents())
+	// A workload scaled changes what its budgets expect (a scale-down must
+	// not wait for the resync to be let through): the native kinds and
+	// every registered one.
+	for _, obj := range append([]client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}}, registeredKinds()...) {
+		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(r.budgetsOf), builder.WithPredicates(replicasChanged))
+	}
+	return b.
 		// A namespace's protection label turns the Protecting condition.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.budgetsIn)).
 		Named("podunavailablebudget").
@@ -110,12 +110,11 @@ var replicasChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool
 			return w.Spec.Replicas
 		case *appsv1.StatefulSet:
 			return w.Spec.Replicas
-		case *appsv1beta1.CloneSet:
-			return w.Spec.Replicas
 		case *appsv1.DaemonSet:
 			return w.Status.DesiredNumberScheduled
-		case *appsv1beta1.DaemonSet:
-			return w.Status.DesiredNumberScheduled
+		}
+		if v, ok := lifelineworkload.ReadObject(obj); ok {
+			return v.Replicas
 		}
 		return nil
 	}
@@ -283,4 +282,13 @@ func eventType(s metav1.ConditionStatus) string {
 		return corev1.EventTypeNormal
 	}
 	return corev1.EventTypeWarning
+}
+
+// registeredKinds are an object of each kind registered in pkg/workload.
+func registeredKinds() []client.Object {
+	var out []client.Object
+	for _, k := range lifelineworkload.Kinds() {
+		out = append(out, k.New())
+	}
+	return out
 }

@@ -16,11 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/podbudget/workload"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
+	lifelineworkload "github.com/lifeline-k8s/lifeline/pkg/workload"
 )
 
 // podsOf returns the budget's active pods and how many it expects: the
@@ -84,8 +83,9 @@ func (r *Reconciler) podsOf(ctx context.Context, pub *policyv1alpha1.PodUnavaila
 
 // expectedFor sums the replicas of the distinct workloads controlling the
 // pods (a ReplicaSet of a Deployment counts as its Deployment), and of the
-// Deployments, StatefulSets and CloneSets whose pod template the selector
-// matches. Pods without a workload count nothing: protect-total-replicas
+// Deployments, StatefulSets and workloads of registered kinds with a scale
+// subresource (CloneSets, Advanced StatefulSets) whose pod template the
+// selector matches. Pods without a workload count nothing: protect-total-replicas
 // covers them.
 //
 // The templates count because the pods alone miss a workload that has no
@@ -132,8 +132,8 @@ func (r *Reconciler) expectedFor(ctx context.Context, namespace string, selector
 	return total, nil
 }
 
-// templateWorkloads are the Deployments, StatefulSets and CloneSets of the
-// namespace, not being deleted, whose pod template labels the selector
+// templateWorkloads are the Deployments, StatefulSets and the workloads of
+// registered kinds with a scale subresource of the namespace, not being deleted, whose pod template labels the selector
 // matches, by UID.
 func (r *Reconciler) templateWorkloads(ctx context.Context, namespace string, selector labels.Selector) (map[types.UID]metav1.OwnerReference, error) {
 	tops := map[types.UID]metav1.OwnerReference{}
@@ -156,12 +156,27 @@ func (r *Reconciler) templateWorkloads(ctx context.Context, namespace string, se
 	for i := range statefulSets.Items {
 		add(&statefulSets.Items[i], statefulSets.Items[i].Spec.Template.Labels, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
 	}
-	cloneSets := &appsv1alpha1.CloneSetList{}
-	if err := r.List(ctx, cloneSets, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	for i := range cloneSets.Items {
-		add(&cloneSets.Items[i], cloneSets.Items[i].Spec.Template.Labels, appsv1alpha1.GroupVersion.WithKind("CloneSet"))
+	// Every registered kind with a scale subresource (a CloneSet, an
+	// Advanced StatefulSet), as the native StatefulSet.
+	for _, k := range lifelineworkload.Kinds() {
+		if !k.Scale {
+			continue
+		}
+		list := k.NewList()
+		if err := r.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range items {
+			if obj, ok := item.(client.Object); ok {
+				if v := k.View(obj); v.Template != nil {
+					add(obj, v.Template.Labels, k.GroupVersionKind())
+				}
+			}
+		}
 	}
 	return tops, nil
 }
@@ -205,27 +220,29 @@ func (r *Reconciler) scaleOf(ctx context.Context, gk schema.GroupKind, namespace
 	return s, err
 }
 
-// daemonScale stands in for the scale subresource a DaemonSet (native or
-// Advanced) does not have: it expects a pod on each node that should run
+// daemonScale stands in for the scale subresource a DaemonSet (native, or
+// a registered kind without one: the Advanced DaemonSet) does not have: it expects a pod on each node that should run
 // one, status.desiredNumberScheduled, selected by its selector. OpenKruise
 // finds no scale there and leaves such a budget expecting nothing, so it
 // protects no pod. ok is false for other kinds.
 func (r *Reconciler) daemonScale(ctx context.Context, gk schema.GroupKind, key types.NamespacedName) (s *autoscalingv1.Scale, ok bool, err error) {
 	var desired int32
 	var selector *metav1.LabelSelector
-	switch gk {
-	case schema.GroupKind{Group: "apps", Kind: "DaemonSet"}:
+	k, registered := lifelineworkload.Lookup(gk)
+	switch {
+	case gk == schema.GroupKind{Group: "apps", Kind: "DaemonSet"}:
 		ds := &appsv1.DaemonSet{}
 		if err := r.Get(ctx, key, ds); err != nil {
 			return nil, true, client.IgnoreNotFound(err)
 		}
 		desired, selector = ds.Status.DesiredNumberScheduled, ds.Spec.Selector
-	case schema.GroupKind{Group: "apps.kruise.io", Kind: "DaemonSet"}:
-		ds := &appsv1beta1.DaemonSet{}
-		if err := r.Get(ctx, key, ds); err != nil {
+	case registered && !k.Scale:
+		obj := k.New()
+		if err := r.Get(ctx, key, obj); err != nil {
 			return nil, true, client.IgnoreNotFound(err)
 		}
-		desired, selector = ds.Status.DesiredNumberScheduled, ds.Spec.Selector
+		v := k.View(obj)
+		desired, selector = v.Replicas, v.Selector
 	default:
 		return nil, false, nil
 	}

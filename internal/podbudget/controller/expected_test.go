@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,7 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	lifelineworkload "github.com/lifeline-k8s/lifeline/pkg/workload"
 )
 
 // TestExpectedCountsWorkloadsWithoutLivePods: a budget over two
@@ -59,12 +61,23 @@ func TestExpectedCountsWorkloadsWithoutLivePods(t *testing.T) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	if err := appsv1alpha1.AddToScheme(scheme); err != nil {
+	if err := appsv1beta1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rolling, steady, going, other, rs).Build()
-	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{appsv1.SchemeGroupVersion})
+	// A custom kind registered once (pkg/workload) counts by its template
+	// as the built-in ones do, through its scale subresource.
+	fleetKind := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Fleet"}
+	if _, err := lifelineworkload.Register(lifelineworkload.Conventional(fleetKind, "fleets", "fleet")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lifelineworkload.Unregister(fleetKind.GroupKind()) })
+	fleet := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Fleet",
+		"metadata": map[string]any{"namespace": ns, "name": "ships", "uid": "ships"},
+		"spec": map[string]any{"replicas": int64(3), "template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"pub-controller": "true"}}}}}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rolling, steady, going, other, rs, fleet).Build()
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{appsv1.SchemeGroupVersion, fleetKind.GroupVersion()})
 	mapper.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), meta.RESTScopeNamespace)
+	mapper.Add(fleetKind, meta.RESTScopeNamespace)
 	scales := &fakescale.FakeScaleClient{}
 	scales.AddReactor("get", "deployments", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		name := action.(clienttesting.GetAction).GetName()
@@ -74,13 +87,16 @@ func TestExpectedCountsWorkloadsWithoutLivePods(t *testing.T) {
 		}
 		return true, &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: *d.Spec.Replicas}}, nil
 	})
+	scales.AddReactor("get", "fleets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 3}}, nil
+	})
 	r := &Reconciler{Client: c, Scales: scales, Mapper: mapper}
 
 	got, err := r.expectedFor(context.Background(), ns, labels.SelectorFromSet(guarded), pods)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != 10 {
-		t.Errorf("expected %d pods, want 10 (rolling 5 without a live pod, steady 5; going and other none)", got)
+	if got != 13 {
+		t.Errorf("expected %d pods, want 13 (rolling 5 without a live pod, steady 5, the fleet 3; going and other none)", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lifeline-k8s/lifeline/internal/workloadref"
+	lifelineworkload "github.com/lifeline-k8s/lifeline/pkg/workload"
 )
 
 // +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch
@@ -42,8 +43,17 @@ func Top(ctx context.Context, c client.Reader, namespace string, ref metav1.Owne
 var ownsDirectly = map[schema.GroupKind]bool{
 	{Group: "apps", Kind: "Deployment"}: true, {Group: "apps", Kind: "ReplicaSet"}: true,
 	{Group: "apps", Kind: "StatefulSet"}: true, {Group: "apps", Kind: "DaemonSet"}: true,
-	{Group: "apps.kruise.io", Kind: "CloneSet"}: true, {Group: "apps.kruise.io", Kind: "StatefulSet"}: true,
-	{Group: "apps.kruise.io", Kind: "DaemonSet"}: true, {Group: "batch", Kind: "Job"}: true,
+	{Group: "batch", Kind: "Job"}: true,
+}
+
+// ownsPods reports whether kind gk is known to own its pods: a native one
+// above, or a registered kind (pkg/workload) that does.
+func ownsPods(gk schema.GroupKind) bool {
+	if ownsDirectly[gk] {
+		return true
+	}
+	k, ok := lifelineworkload.Lookup(gk)
+	return ok && k.OwnsPods
 }
 
 // Members are the pods, among those its scale selector matches, that a
@@ -73,7 +83,7 @@ func Members(ctx context.Context, c client.Reader, apiVersion, kind, name string
 		}
 	}
 	gv, err := schema.ParseGroupVersion(apiVersion)
-	if len(out) == 0 && err == nil && !ownsDirectly[gv.WithKind(kind).GroupKind()] {
+	if len(out) == 0 && err == nil && !ownsPods(gv.WithKind(kind).GroupKind()) {
 		return pods, nil
 	}
 	return out, nil
