@@ -57,3 +57,34 @@ func TestEveryPackageIsInTheArchitectureTable(t *testing.T) {
 		}
 	}
 }
+
+// The README's Status section reads in a minute: one short line per
+// capability (the detail is in docs/status.md).
+func TestStatusRowsAreShort(t *testing.T) {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, status, ok := strings.Cut(string(readme), "\n## Status\n")
+	if !ok {
+		t.Fatal("no Status section")
+	}
+	status, _, _ = strings.Cut(status, "\n## ")
+	rows := 0
+	for _, line := range strings.Split(status, "\n") {
+		if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| Capability") {
+			continue
+		}
+		rows++
+		if len(line) > 220 {
+			t.Errorf("Status row of %d characters (at most 220; the detail belongs in docs/status.md): %.80s…", len(line), line)
+		}
+	}
+	if rows < 5 {
+		t.Errorf("%d Status rows: the section was not found whole", rows)
+	}
+}
