@@ -6,11 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
-	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
-	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
 )
 
 // The CRDs store v1beta1, the hub. The controllers are written against
@@ -132,73 +127,4 @@ func write(obj client.Object, do func(client.Object) error) error {
 		return err
 	}
 	return Convert(hub, obj)
-}
-
-// HubOf returns an empty hub object of obj's kind when obj is a v1alpha1
-// object this package converts, else nil.
-func HubOf(obj runtime.Object) client.Object {
-	switch obj.(type) {
-	case *appsv1alpha1.CloneSet:
-		return &appsv1beta1.CloneSet{}
-	case *appsv1alpha1.PersistentPodState:
-		return &appsv1beta1.PersistentPodState{}
-	case *policyv1alpha1.PodUnavailableBudget:
-		return &policyv1beta1.PodUnavailableBudget{}
-	case *appsv1alpha1.StatefulSet:
-		return &appsv1beta1.StatefulSet{}
-	case *appsv1alpha1.DaemonSet:
-		return &appsv1beta1.DaemonSet{}
-	}
-	return nil
-}
-
-func listHub(ctx context.Context, r client.Reader, list client.ObjectList, opts ...client.ListOption) error {
-	switch l := list.(type) {
-	case *appsv1alpha1.CloneSetList:
-		hub := &appsv1beta1.CloneSetList{}
-		if err := r.List(ctx, hub, opts...); err != nil {
-			return err
-		}
-		l.ListMeta = hub.ListMeta
-		return items(hub.Items, &l.Items, CloneSetFromHub)
-	case *appsv1alpha1.PersistentPodStateList:
-		hub := &appsv1beta1.PersistentPodStateList{}
-		if err := r.List(ctx, hub, opts...); err != nil {
-			return err
-		}
-		l.ListMeta = hub.ListMeta
-		return items(hub.Items, &l.Items, PersistentPodStateFromHub)
-	case *policyv1alpha1.PodUnavailableBudgetList:
-		hub := &policyv1beta1.PodUnavailableBudgetList{}
-		if err := r.List(ctx, hub, opts...); err != nil {
-			return err
-		}
-		l.ListMeta = hub.ListMeta
-		return items(hub.Items, &l.Items, PodUnavailableBudgetFromHub)
-	case *appsv1alpha1.StatefulSetList:
-		hub := &appsv1beta1.StatefulSetList{}
-		if err := r.List(ctx, hub, opts...); err != nil {
-			return err
-		}
-		l.ListMeta = hub.ListMeta
-		return items(hub.Items, &l.Items, StatefulSetFromHub)
-	case *appsv1alpha1.DaemonSetList:
-		hub := &appsv1beta1.DaemonSetList{}
-		if err := r.List(ctx, hub, opts...); err != nil {
-			return err
-		}
-		l.ListMeta = hub.ListMeta
-		return items(hub.Items, &l.Items, DaemonSetFromHub)
-	}
-	return r.List(ctx, list, opts...)
-}
-
-func items[H, S any](hub []H, spokes *[]S, from func(*H, *S) error) error {
-	*spokes = make([]S, len(hub))
-	for i := range hub {
-		if err := from(&hub[i], &(*spokes)[i]); err != nil {
-			return err
-		}
-	}
-	return nil
 }

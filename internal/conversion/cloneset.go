@@ -248,3 +248,7 @@ func cloneSetStatusFromHub(in appsv1beta1.CloneSetStatus) appsv1alpha1.CloneSetS
 	}
 	return out
 }
+
+func init() {
+	register(CloneSet, &appsv1alpha1.CloneSet{}, &appsv1beta1.CloneSet{}, &appsv1alpha1.CloneSetList{}, &appsv1beta1.CloneSetList{}, CloneSetToHub, CloneSetFromHub)
+}

@@ -127,3 +127,7 @@ func partitionedScalingOf(annotations map[string]string) *appsv1beta1.DaemonSetS
 func sameScaleStrategy(a, b *appsv1beta1.DaemonSetScaleStrategy) bool {
 	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
+
+func init() {
+	register(DaemonSet, &appsv1alpha1.DaemonSet{}, &appsv1beta1.DaemonSet{}, &appsv1alpha1.DaemonSetList{}, &appsv1beta1.DaemonSetList{}, DaemonSetToHub, DaemonSetFromHub)
+}

@@ -65,3 +65,7 @@ func PersistentPodStateFromHub(src *appsv1beta1.PersistentPodState, dst *appsv1a
 	}
 	return nil
 }
+
+func init() {
+	register(PersistentPodState, &appsv1alpha1.PersistentPodState{}, &appsv1beta1.PersistentPodState{}, &appsv1alpha1.PersistentPodStateList{}, &appsv1beta1.PersistentPodStateList{}, PersistentPodStateToHub, PersistentPodStateFromHub)
+}

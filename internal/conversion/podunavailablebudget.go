@@ -102,3 +102,7 @@ func joinOperations(ops []policyv1beta1.PubOperation) string {
 	}
 	return strings.Join(items, ",")
 }
+
+func init() {
+	register(PodUnavailableBudget, &policyv1alpha1.PodUnavailableBudget{}, &policyv1beta1.PodUnavailableBudget{}, &policyv1alpha1.PodUnavailableBudgetList{}, &policyv1beta1.PodUnavailableBudgetList{}, PodUnavailableBudgetToHub, PodUnavailableBudgetFromHub)
+}

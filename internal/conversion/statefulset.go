@@ -146,3 +146,7 @@ func rollingUpdateFromHub(r *appsv1beta1.RollingUpdateStatefulSetStrategy) *apps
 	}
 	return out
 }
+
+func init() {
+	register(StatefulSet, &appsv1alpha1.StatefulSet{}, &appsv1beta1.StatefulSet{}, &appsv1alpha1.StatefulSetList{}, &appsv1beta1.StatefulSetList{}, StatefulSetToHub, StatefulSetFromHub)
+}
