@@ -27,8 +27,10 @@ type Action interface {
 	Why() string
 }
 
-// Writer is an action that writes its pod: every kind but CreatePod and
-// DeletePod.
+// Writer is an action that writes its pod with a guarded patch: SetState,
+// InitPodReady, UpdateInPlace, FinishGrace, UpdateNextBatch and Relabel.
+// The others are executed by kind: CreatePod, DeletePod, ReleasePod,
+// AdoptPod (its owner reference), HandOverClaim and DeleteClaim.
 type Writer interface {
 	Action
 	// PodWrites are the writes to the target, in order; each is sent only

@@ -118,8 +118,8 @@ func (p *Patch) Test(path string, value any) {
 	p.ops = append(p.ops, patchOp{Op: "test", Path: path, Value: value})
 }
 
-// setLabels sets and removes labels. The whole label set is written, which
-// is safe because it was tested (newPodPatch with guardDecision).
+// SetLabels sets and removes labels. The whole label set is written, which
+// is safe because it was tested (New with guardDecision).
 func (p *Patch) SetLabels(set map[string]string, remove ...string) {
 	if p.labels == nil {
 		p.labels = map[string]string{}
@@ -135,7 +135,7 @@ func (p *Patch) SetLabels(set map[string]string, remove ...string) {
 	}
 }
 
-// setAnnotation sets one annotation, leaving the others as they are by then.
+// SetAnnotation sets one annotation, leaving the others as they are by then.
 func (p *Patch) SetAnnotation(key, value string) {
 	if p.pod.Annotations == nil && !p.HasOp("add", Pointer("metadata", "annotations")) {
 		p.Test(Pointer("metadata", "annotations"), nil)
@@ -144,15 +144,15 @@ func (p *Patch) SetAnnotation(key, value string) {
 	p.ops = append(p.ops, patchOp{Op: "add", Path: Pointer("metadata", "annotations", key), Value: value})
 }
 
-// removeAnnotation removes one annotation the pod had when planned.
+// RemoveAnnotation removes one annotation the pod had when planned.
 func (p *Patch) RemoveAnnotation(key string) {
 	if _, ok := p.pod.Annotations[key]; ok {
 		p.ops = append(p.ops, patchOp{Op: "remove", Path: Pointer("metadata", "annotations", key)})
 	}
 }
 
-// addFinalizers adds finalizers the pod lacks. The whole list is written,
-// which is safe because it was tested (newPodPatch with guardDecision).
+// AddFinalizers adds finalizers the pod lacks. The whole list is written,
+// which is safe because it was tested (New with guardDecision).
 func (p *Patch) AddFinalizers(finalizers []string) {
 	list := slices.Clone(p.pod.Finalizers)
 	for _, f := range finalizers {
@@ -174,14 +174,14 @@ func (p *Patch) RemoveFinalizers(finalizers []string) {
 	}
 }
 
-// setImage changes the image of the container at index i, named name.
+// SetImage changes the image of the container at index i, named name.
 func (p *Patch) SetImage(i int, name, image string) {
 	base := []string{"spec", "containers", strconv.Itoa(i)}
 	p.Test(Pointer(append(base, "name")...), name)
 	p.ops = append(p.ops, patchOp{Op: "replace", Path: Pointer(append(base, "image")...), Value: image})
 }
 
-// setCondition sets a pod condition, keeping its lastTransitionTime when
+// SetCondition sets a pod condition, keeping its lastTransitionTime when
 // its status does not change. The patch goes to pods/status.
 func (p *Patch) SetCondition(c corev1.PodCondition) {
 	for i := range p.conditions {
@@ -203,7 +203,7 @@ func (p *Patch) HasOp(op, path string) bool {
 	return false
 }
 
-// changesNothing reports whether the patch holds no change at all.
+// ChangesNothing reports whether the patch holds no change at all.
 func (p *Patch) ChangesNothing() bool {
 	if p.labels != nil || len(p.conditions) > 0 {
 		return false
