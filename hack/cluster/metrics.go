@@ -108,3 +108,35 @@ func (s *Scraper) Families(url string) (map[string]*dto.MetricFamily, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	return parser.TextToMetricFamilies(resp.Body)
 }
+
+// Value reads a counter or gauge at url: the first series carrying every
+// label of labels with its value, 0 when there is none, -1 when the
+// metrics cannot be read.
+func (s *Scraper) Value(url, name string, labels map[string]string) float64 {
+	families, err := s.Families(url)
+	if err != nil {
+		return -1
+	}
+	f, ok := families[name]
+	if !ok {
+		return 0
+	}
+	for _, m := range f.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		matches := true
+		for k, v := range labels {
+			matches = matches && have[k] == v
+		}
+		if !matches {
+			continue
+		}
+		if m.GetGauge() != nil {
+			return m.GetGauge().GetValue()
+		}
+		return m.GetCounter().GetValue()
+	}
+	return 0
+}

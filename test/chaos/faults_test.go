@@ -195,23 +195,5 @@ func (e *env) leader(ctx context.Context) int {
 // metricAt reads a gauge or counter of a manager's metrics, the first
 // series whose label is value; -1 when it cannot be read.
 func metricAt(m *cluster.Lifeline, name, label, value string) float64 {
-	families, err := m.Scraper.Families(m.MetricsURL)
-	if err != nil {
-		return -1
-	}
-	f, ok := families[name]
-	if !ok {
-		return 0
-	}
-	for _, s := range f.GetMetric() {
-		for _, l := range s.GetLabel() {
-			if l.GetName() == label && l.GetValue() == value {
-				if s.GetGauge() != nil {
-					return s.GetGauge().GetValue()
-				}
-				return s.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return m.Scraper.Value(m.MetricsURL, name, map[string]string{label: value})
 }

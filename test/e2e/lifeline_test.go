@@ -60,28 +60,8 @@ func counter(name string, labels map[string]string) float64 {
 	return metricAt(lifeline.MetricsURL, name, labels)
 }
 
-// metricAt reads a counter or gauge from a metrics endpoint: the first
-// series matching labels, 0 when there is none, -1 when it cannot be read.
+// metricAt reads a counter or gauge from a metrics endpoint (see
+// cluster.Scraper.Value).
 func metricAt(url, name string, labels map[string]string) float64 {
-	families, err := lifeline.Scraper.Families(url)
-	if err != nil {
-		return -1
-	}
-	f, ok := families[name]
-	if !ok {
-		return 0
-	}
-metric:
-	for _, m := range f.GetMetric() {
-		for _, l := range m.GetLabel() {
-			if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
-				continue metric
-			}
-		}
-		if m.GetGauge() != nil {
-			return m.GetGauge().GetValue()
-		}
-		return m.GetCounter().GetValue()
-	}
-	return 0
+	return lifeline.Scraper.Value(url, name, labels)
 }

@@ -20,7 +20,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -34,6 +33,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/internal/hookhandlers"
 	"github.com/lifeline-k8s/lifeline/internal/protection"
+	"github.com/lifeline-k8s/lifeline/test/testenv"
 )
 
 // unprovable are the rules no probe can show missing, and why they stay.
@@ -460,10 +460,4 @@ func apiServerCA() ([]byte, error) {
 	return cfg.CAData, nil
 }
 
-func crdClient() (ctrlclient.Client, error) {
-	scheme := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	return ctrlclient.New(local.Config, ctrlclient.Options{Scheme: scheme})
-}
+func crdClient() (ctrlclient.Client, error) { return testenv.Client(local.Config) }

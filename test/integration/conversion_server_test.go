@@ -10,18 +10,15 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
-	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/internal/conversion"
+	"github.com/lifeline-k8s/lifeline/test/testenv"
 )
 
 // serveConversion serves the CRDs' conversion webhook from this process,
@@ -29,13 +26,7 @@ import (
 // every v1alpha1 request below goes through it. It returns once the API
 // server converts.
 func serveConversion(ctx context.Context, c client.Client) (func(), error) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{appsv1alpha1.AddToScheme, appsv1beta1.AddToScheme, policyv1alpha1.AddToScheme, policyv1beta1.AddToScheme} {
-		if err := add(s); err != nil {
-			return nil, err
-		}
-	}
-	h, err := conversion.Handler(s, conversion.CloneSet, conversion.PersistentPodState, conversion.PodUnavailableBudget)
+	h, err := conversion.Handler(testenv.Scheme(), conversion.CloneSet, conversion.PersistentPodState, conversion.PodUnavailableBudget)
 	if err != nil {
 		return nil, err
 	}

@@ -10,23 +10,19 @@ import (
 	"path/filepath"
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	"github.com/lifeline-k8s/lifeline/test/testenv"
 )
 
 var (
 	cfg        *rest.Config
 	k8s        client.Client
-	scheme     = runtime.NewScheme()
+	scheme     = testenv.Scheme()
 	kubeconfig string // cluster-admin kubeconfig, for kubectl
 	kubectl    string // path of the pinned kubectl
 	repoRoot   string
@@ -66,11 +62,6 @@ func run(m *testing.M) (int, error) {
 	}
 	if kubectl, err = cluster.Binary(ctx, "kubectl", os.Stderr); err != nil {
 		return 0, err
-	}
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, appsv1alpha1.AddToScheme, policyv1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return 0, err
-		}
 	}
 	if path := os.Getenv(sharedKubeconfigEnv); path != "" {
 		return joinShared(m, path)

@@ -10,15 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
-	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/test/testenv"
 )
@@ -35,17 +30,8 @@ func TestMain(m *testing.M) {
 		cfg := rest.CopyConfig(local.Config)
 		cfg.QPS, cfg.Burst = 200, 400
 		client = kubernetes.NewForConfigOrDie(cfg)
-		scheme := runtime.NewScheme()
-		if err := clientgoscheme.AddToScheme(scheme); err != nil {
-			return err
-		}
-		for _, add := range []func(*runtime.Scheme) error{appsv1alpha1.AddToScheme, appsv1beta1.AddToScheme, policyv1beta1.AddToScheme} {
-			if err := add(scheme); err != nil {
-				return err
-			}
-		}
 		var err error
-		k8s, err = ctrlclient.New(cfg, ctrlclient.Options{Scheme: scheme})
+		k8s, err = testenv.Client(cfg)
 		return err
 	}))
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	"github.com/lifeline-k8s/lifeline/test/testenv"
 )
 
 // The kinds Lifeline takes over.
@@ -250,11 +251,7 @@ func deleteWebhookConfigurations(t *testing.T, names ...string) {
 
 func crdClient(t *testing.T) ctrlclient.Client {
 	t.Helper()
-	s := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	c, err := ctrlclient.New(local.Config, ctrlclient.Options{Scheme: s})
+	c, err := testenv.Client(local.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

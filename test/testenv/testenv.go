@@ -1,6 +1,7 @@
-// Package testenv is what the test packages that run on a local cluster of
-// their own (test/e2e, test/migration) share: the cluster's life around
-// the package's tests, a namespace per test, and polling with a deadline.
+// Package testenv is what the test packages share: for those that run on a
+// local cluster of their own (test/e2e, test/migration), the cluster's life
+// around the package's tests, a namespace per test and polling with a
+// deadline; for every suite, one scheme and its client.
 package testenv
 
 import (
