@@ -73,7 +73,7 @@ func TestExpectedCountsWorkloadsWithoutLivePods(t *testing.T) {
 	t.Cleanup(func() { lifelineworkload.Unregister(fleetKind.GroupKind()) })
 	fleet := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Fleet",
 		"metadata": map[string]any{"namespace": ns, "name": "ships", "uid": "ships"},
-		"spec": map[string]any{"replicas": int64(3), "template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"pub-controller": "true"}}}}}}
+		"spec":     map[string]any{"replicas": int64(3), "template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"pub-controller": "true"}}}}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rolling, steady, going, other, rs, fleet).Build()
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{appsv1.SchemeGroupVersion, fleetKind.GroupVersion()})
 	mapper.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), meta.RESTScopeNamespace)
