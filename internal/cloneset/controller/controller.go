@@ -5,7 +5,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,12 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
-	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
-	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
+	"github.com/lifeline-k8s/lifeline/internal/phases"
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	"github.com/lifeline-k8s/lifeline/internal/podexec"
-	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/internal/requeue"
 )
 
@@ -135,54 +131,17 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Complete(r)
 }
 
-// Reconcile moves one CloneSet one step towards its spec, in five phases:
-// read a snapshot (only once the cache shows our own writes; reading writes
-// nothing), make the planned revision write, write the status computed
-// from the snapshot, plan and execute one step (writing the status again
-// only if a failure condition changed), and tidy up (podsToDelete,
-// revision history, hook-wait warnings).
-//
-// The status goes before the step, not after it: whoever sees a pod this
-// step changed (a pod turned PreparingDelete by a scale-down) then finds
-// the status already computed for that step, as OpenKruise's own e2e specs
-// read it. Both orders write the same status; only this one leaves no
-// moment when the pods are ahead of it. A status write that conflicts
-// also keeps a step from being taken on a CloneSet that has since changed.
+// Reconcile moves one CloneSet one step towards its spec: it reads a
+// snapshot (only once the cache shows our own writes; reading writes
+// nothing) and runs the phases every workload shares (internal/phases:
+// revisions, plan, status, execute, tidy; why the status goes before the
+// step is said there), filled in by step.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c, wait, err := r.readSnapshot(ctx, req)
 	if c == nil || err != nil {
 		return wait, err
 	}
-	if err := r.writeRevisions(ctx, c.cs, c.revs); err != nil {
-		return ctrl.Result{}, err
-	}
-	r.useRevisions(c)
-	status, deadline := planner.Status(c.snap, c.cs.Status, c.revs.CollisionCount, c.selector.String())
-	if c.cs, err = r.writeStatus(ctx, c.cs, status); err != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{Requeue: true}, nil // the change brings the CloneSet back
-		}
-		return ctrl.Result{}, err
-	}
-	var result ctrl.Result
-	var syncErr error
-	if c.cs.DeletionTimestamp == nil {
-		result, syncErr = r.sync(ctx, c.cs, c.snap, c.revs, &status)
-		if c.cs, err = r.writeStatus(ctx, c.cs, status); err != nil {
-			return ctrl.Result{}, errors.Join(syncErr, err)
-		}
-	}
-	recordGauges(c.cs, &status)
-	next, err := r.tidy(ctx, c)
-	if err != nil {
-		return ctrl.Result{}, errors.Join(syncErr, err)
-	}
-	for _, after := range []time.Duration{deadline, next} {
-		if after > 0 && (result.RequeueAfter == 0 || after < result.RequeueAfter) {
-			result.RequeueAfter = after
-		}
-	}
-	return result, syncErr
+	return phases.Run(ctx, &step{r: r, c: c})
 }
 
 // tidy drops names of gone pods from podsToDelete, truncates the revision
@@ -201,31 +160,3 @@ func (r *Reconciler) tidy(ctx context.Context, c *cycle) (time.Duration, error) 
 // staleRetry is when a CloneSet whose pod changed under a write is planned
 // again at the latest.
 const staleRetry = time.Second
-
-// sync plans and executes one step, and records failures in conditions.
-func (r *Reconciler) sync(ctx context.Context, cs *appsv1alpha1.CloneSet, snap planner.Snapshot, revs *revisions, status *appsv1alpha1.CloneSetStatus) (ctrl.Result, error) {
-	plan, err := planner.Compute(snap)
-	if err != nil {
-		r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "FailedPlan", "Plan", "%v", err)
-		planner.SetFailure(status, appsv1alpha1.CloneSetConditionFailedUpdate, err, snap.Now)
-		return ctrl.Result{}, err
-	}
-	if len(plan.Held) > 0 {
-		r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "DisruptionNotAllowed", "Disrupt", "%s", podlife.HeldMessage(plan.Held))
-	}
-	if plan.ScaleUpLimited {
-		r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "ScaleUpLimited", "Scale",
-			"scaleUp is limited because of scaleStrategy.maxUnavailable, limit: %d", plan.Diffs.ScaleUpLimit)
-	}
-	err, stale := r.exec.Run(ctx, workload{cs: cs, revs: revs, r: r}, plan.Actions)
-	planner.RecordOutcome(status, plan.Phase, err, snap.Now)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if stale {
-		// The pod's own change brings the CloneSet back; this is the
-		// safety net should that event be coalesced away.
-		return ctrl.Result{RequeueAfter: staleRetry}, nil
-	}
-	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
-}

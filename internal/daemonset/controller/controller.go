@@ -6,12 +6,10 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
@@ -22,11 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
-	"github.com/lifeline-k8s/lifeline/internal/daemonset/planner"
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
+	"github.com/lifeline-k8s/lifeline/internal/phases"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	"github.com/lifeline-k8s/lifeline/internal/podexec"
-	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/internal/requeue"
 )
 
@@ -110,9 +107,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // again at the latest.
 const staleRetry = time.Second
 
-// Reconcile moves one set one step towards its spec: read a snapshot
-// (once the cache shows our own writes), write the planned revision, plan
-// and execute one step, write the status, and tidy up.
+// Reconcile moves one set one step towards its spec: it reads a snapshot
+// (once the cache shows our own writes) and, for a set that selects pods,
+// runs the phases every workload shares (internal/phases: revisions, plan,
+// status, execute, tidy), filled in by step.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c, wait, err := r.readSnapshot(ctx, req)
 	if c == nil || err != nil {
@@ -122,57 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Recorder.Eventf(c.set, nil, corev1.EventTypeWarning, "SelectingAll", "Select", "This DaemonSet is selecting all pods. A non-empty selector is required.")
 		return ctrl.Result{}, nil
 	}
-	if err := r.revisionStore().Write(ctx, c.source, &c.revs); err != nil {
-		return ctrl.Result{}, err
-	}
-	c.useRevisions()
-	result, plan, syncErr := r.sync(ctx, c)
-	status := planner.Status(c.snap)
-	if c.revs.CollisionCount > 0 || c.set.Status.CollisionCount != nil {
-		status.CollisionCount = &c.revs.CollisionCount
-	}
-	status.Conditions = append([]appsv1.DaemonSetCondition(nil), c.set.Status.Conditions...)
-	setProgressing(&status, plan, c.snap.Now)
-	if c.set, err = r.writeStatus(ctx, c.set, status); err != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{Requeue: true}, syncErr
-		}
-		return ctrl.Result{}, errors.Join(syncErr, err)
-	}
-	recordGauges(c.set, &status)
-	if err := r.revisionStore().Truncate(ctx, &c.revs, c.snap.Pods, historyLimit(c.set)); err != nil {
-		return ctrl.Result{}, errors.Join(syncErr, err)
-	}
-	if next := r.exec.WarnHookWaits(c.set, c.snap.Pods, r.Options.HookWaitWarning, c.snap.Now); next > 0 && (result.RequeueAfter == 0 || next < result.RequeueAfter) {
-		result.RequeueAfter = next
-	}
-	return result, syncErr
-}
-
-// sync plans and executes one step.
-func (r *Reconciler) sync(ctx context.Context, c *cycle) (ctrl.Result, planner.Plan, error) {
-	plan, err := planner.Compute(c.snap)
-	if err != nil {
-		r.Recorder.Eventf(c.set, nil, corev1.EventTypeWarning, "FailedPlan", "Plan", "%v", err)
-		return ctrl.Result{}, plan, err
-	}
-	if len(plan.Held) > 0 {
-		r.Recorder.Eventf(c.set, nil, corev1.EventTypeWarning, "DisruptionNotAllowed", "Disrupt", "%s", podlife.HeldMessage(plan.Held))
-	}
-	for _, a := range plan.Actions {
-		if d, ok := a.(podlife.DeletePod); ok && d.Pod.Status.Phase == corev1.PodFailed {
-			r.Recorder.Eventf(c.set, d.Pod, corev1.EventTypeWarning, "FailedDaemonPod", "Delete",
-				"Found failed daemon pod %s/%s on node %s, will try to kill it", d.Pod.Namespace, d.Pod.Name, planner.NodeOf(d.Pod))
-		}
-	}
-	err, stale := r.exec.Run(ctx, workload{set: c.set, templates: c.snap.Templates, now: c.snap.Now}, plan.Actions)
-	if err != nil {
-		return ctrl.Result{}, plan, err
-	}
-	if stale {
-		return ctrl.Result{RequeueAfter: staleRetry}, plan, nil
-	}
-	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, plan, nil
+	return phases.Run(ctx, &step{r: r, c: c})
 }
 
 // failedBackoff is how long the failed pod of node still waits before it

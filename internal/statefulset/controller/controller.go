@@ -6,13 +6,11 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
@@ -25,11 +23,10 @@ import (
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
+	"github.com/lifeline-k8s/lifeline/internal/phases"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	"github.com/lifeline-k8s/lifeline/internal/podexec"
-	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/internal/requeue"
-	"github.com/lifeline-k8s/lifeline/internal/statefulset/planner"
 )
 
 // Options tune the controller.
@@ -123,80 +120,21 @@ func (r *Reconciler) setOfOrphan(ctx context.Context, obj client.Object) []recon
 	return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(set)}}
 }
 
-// Reconcile moves one set one step towards its spec: read a snapshot
-// (once the cache shows our own writes), write the planned revision, plan
-// and execute one step, write the status (counting the pods the step
-// made), and tidy up.
+// Reconcile moves one set one step towards its spec: it reads a snapshot
+// (once the cache shows our own writes) and runs the phases every workload
+// shares (internal/phases: revisions, plan, status, execute, tidy),
+// filled in by step.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c, wait, err := r.readSnapshot(ctx, req)
 	if c == nil || err != nil {
 		return wait, err
 	}
-	if err := r.revisionStore().Write(ctx, c.source, &c.revs); err != nil {
-		return ctrl.Result{}, err
-	}
-	c.useRevisions(r)
-	status := planner.Status(c.snap, &c.revs.CollisionCount, c.selector)
-	status.Conditions = append([]appsv1.StatefulSetCondition(nil), c.set.Status.Conditions...)
-	result, created, syncErr := r.sync(ctx, c, &status)
-	if len(created) > 0 {
-		// One status write per step, counting the pods it made.
-		counted := planner.Status(c.snap.WithCreated(created), &c.revs.CollisionCount, c.selector)
-		counted.Conditions = status.Conditions
-		status = counted
-	}
-	if c.set, err = r.writeStatus(ctx, c.set, status); err != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{Requeue: true}, syncErr
-		}
-		return ctrl.Result{}, errors.Join(syncErr, err)
-	}
-	recordGauges(c.set, &status)
-	if err := r.revisionStore().Truncate(ctx, &c.revs, c.snap.Pods, historyLimit(c.set)); err != nil {
-		return ctrl.Result{}, errors.Join(syncErr, err)
-	}
-	if next := r.exec.WarnHookWaits(c.set, c.snap.Pods, r.Options.HookWaitWarning, c.snap.Now); next > 0 && (result.RequeueAfter == 0 || next < result.RequeueAfter) {
-		result.RequeueAfter = next
-	}
-	return result, syncErr
+	return phases.Run(ctx, &step{r: r, c: c})
 }
 
 // staleRetry is when a set whose pod changed under a write is planned
 // again at the latest.
 const staleRetry = time.Second
-
-// sync plans and executes one step, and records what failed or waits in
-// the set's conditions. It returns the step's actions when all of them
-// were carried out.
-func (r *Reconciler) sync(ctx context.Context, c *cycle, status *appsv1beta1.StatefulSetStatus) (ctrl.Result, []podlife.Action, error) {
-	now := c.snap.Now
-	plan, err := planner.Compute(c.snap)
-	if err != nil {
-		r.Recorder.Eventf(c.set, nil, corev1.EventTypeWarning, "FailedPlan", "Plan", "%v", err)
-		setCondition(status, appsv1beta1.FailedUpdatePod, corev1.ConditionTrue, "FailedPlan", err.Error(), now)
-		return ctrl.Result{}, nil, err
-	}
-	if len(plan.Held) > 0 {
-		r.Recorder.Eventf(c.set, nil, corev1.EventTypeWarning, "DisruptionNotAllowed", "Disrupt", "%s", podlife.HeldMessage(plan.Held))
-	}
-	setProgressing(status, c.set, plan, now)
-	err, stale := r.exec.Run(ctx, workload{set: c.set, revs: &c.revs, templates: c.snap.Templates, now: now}, plan.Actions)
-	failed := appsv1beta1.FailedUpdatePod
-	if plan.Phase == planner.PhaseScale {
-		failed = appsv1beta1.FailedCreatePod
-	}
-	if err != nil {
-		setCondition(status, failed, corev1.ConditionTrue, "Failed"+string(plan.Phase), err.Error(), now)
-		return ctrl.Result{}, nil, err
-	}
-	if len(plan.Actions) > 0 {
-		removeCondition(status, failed)
-	}
-	if stale {
-		return ctrl.Result{RequeueAfter: staleRetry}, nil, nil
-	}
-	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, plan.Actions, nil
-}
 
 func historyLimit(set *appsv1beta1.StatefulSet) int {
 	if set.Spec.RevisionHistoryLimit != nil && *set.Spec.RevisionHistoryLimit >= 0 {

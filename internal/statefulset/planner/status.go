@@ -63,9 +63,9 @@ func Status(s Snapshot, collisionCount *int32, selector string) appsv1beta1.Stat
 	return st
 }
 
-// WithCreated is the snapshot with the pods the plan's creations made
-// (Pending, at their revisions), so the status written after a step counts
-// them as OpenKruise's and Kubernetes' do: one status write per created
+// WithCreated is the snapshot with the pods the plan's creations make
+// (Pending, at their revisions), so the status of a step counts them as
+// OpenKruise's and Kubernetes' do once made: one status write per created
 // pod, not one for the step and another once the cache shows the pod.
 func (s Snapshot) WithCreated(actions []podlife.Action) Snapshot {
 	pods := s.Pods

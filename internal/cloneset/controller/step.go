@@ -1,0 +1,89 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
+)
+
+// step is one reconcile of one CloneSet, the phases internal/phases runs.
+type step struct {
+	r *Reconciler
+	c *cycle
+	// status is computed from the snapshot, as OpenKruise computes it,
+	// with the step's outcome; deadline is when minReadySeconds or the
+	// progress deadline next changes it.
+	status   appsv1alpha1.CloneSetStatus
+	deadline time.Duration
+	plan     *planner.Plan // nil: no step (the CloneSet is being deleted)
+}
+
+func (s *step) Revisions(ctx context.Context) error {
+	if err := s.r.writeRevisions(ctx, s.c.cs, s.c.revs); err != nil {
+		return err
+	}
+	s.r.useRevisions(s.c)
+	s.status, s.deadline = planner.Status(s.c.snap, s.c.cs.Status, s.c.revs.CollisionCount, s.c.selector.String())
+	return nil
+}
+
+func (s *step) Plan() error {
+	if s.c.cs.DeletionTimestamp != nil {
+		return nil
+	}
+	cs, snap := s.c.cs, s.c.snap
+	plan, err := planner.Compute(snap)
+	if err != nil {
+		s.r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "FailedPlan", "Plan", "%v", err)
+		planner.SetFailure(&s.status, appsv1alpha1.CloneSetConditionFailedUpdate, err, snap.Now)
+		return err
+	}
+	if len(plan.Held) > 0 {
+		s.r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "DisruptionNotAllowed", "Disrupt", "%s", podlife.HeldMessage(plan.Held))
+	}
+	if plan.ScaleUpLimited {
+		s.r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "ScaleUpLimited", "Scale",
+			"scaleUp is limited because of scaleStrategy.maxUnavailable, limit: %d", plan.Diffs.ScaleUpLimit)
+	}
+	s.plan = &plan
+	return nil
+}
+
+func (s *step) WriteStatus(ctx context.Context) error {
+	cs, err := s.r.writeStatus(ctx, s.c.cs, s.status)
+	if err == nil {
+		s.c.cs = cs
+	}
+	return err
+}
+
+func (s *step) Execute(ctx context.Context) (time.Duration, error) {
+	if s.plan == nil {
+		return 0, nil
+	}
+	err, stale := s.r.exec.Run(ctx, workload{cs: s.c.cs, revs: s.c.revs, r: s.r}, s.plan.Actions)
+	planner.RecordOutcome(&s.status, s.plan.Phase, err, s.c.snap.Now)
+	switch {
+	case err != nil:
+		return 0, err
+	case stale:
+		// The pod's own change brings the CloneSet back; this is the
+		// safety net should that event be coalesced away.
+		return staleRetry, nil
+	}
+	return s.plan.RequeueAfter, nil
+}
+
+func (s *step) Tidy(ctx context.Context) (time.Duration, error) {
+	recordGauges(s.c.cs, &s.status)
+	next, err := s.r.tidy(ctx, s.c)
+	var pace podlife.Pace
+	pace.Wake(next)
+	pace.Wake(s.deadline)
+	return pace.RequeueAfter, err
+}

@@ -1,0 +1,84 @@
+// Package phases is the one reconcile skeleton every workload controller
+// fills in (CloneSet, Advanced StatefulSet, Advanced DaemonSet): after the
+// controller has read its snapshot (with its cache wait and own writes),
+// Run writes the planned revisions, plans the step, writes the status,
+// executes the step, writes the status again if the step changed it,
+// tidies up, and merges every phase's wish to look again into one result.
+// A controller keeps only what is its own: the snapshot, the planner, the
+// status it computes and the adapter the executor writes through.
+package phases
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
+)
+
+// Cycle is one reconcile of one workload, its snapshot read: the phases
+// its kind fills in. Each phase keeps what it produced for the next.
+type Cycle interface {
+	// Revisions writes the revisions the snapshot planned and adopts them
+	// for the phases that follow.
+	Revisions(ctx context.Context) error
+	// Plan plans the step, pure, and computes the status from the
+	// snapshot and the plan. A plan that fails fails the step: the kind
+	// records why in the status, and nothing is executed.
+	Plan() error
+	// WriteStatus writes the status when it differs from the stored one.
+	WriteStatus(ctx context.Context) error
+	// Execute carries the plan out, recording its outcome in the status,
+	// and says when to look again.
+	Execute(ctx context.Context) (time.Duration, error)
+	// Tidy runs once the status is written (revision history, metrics,
+	// hook-wait warnings) and says when to look again.
+	Tidy(ctx context.Context) (time.Duration, error)
+}
+
+// Run runs c's phases in order and merges their results.
+//
+// The status is written before the step's pod writes, and again after
+// only if the step changed it (a failure condition, a condition it
+// cleared): a reader that sees a pod in the state the step gave it then
+// always sees the status of that step, as OpenKruise's own e2e specs read
+// it (a CloneSet scaled down under a preDelete hook reads replicas 3 and
+// Progressing the moment its pod shows PreparingDelete;
+// TestScaleDownHeldByPreDeleteIsProgressing read the older status in 5 of
+// 15 runs when the status came after). A status write that conflicts keeps
+// the step from running on a workload that changed: the change brings it
+// back.
+func Run(ctx context.Context, c Cycle) (ctrl.Result, error) {
+	if err := c.Revisions(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	planErr := c.Plan()
+	if err := c.WriteStatus(ctx); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{Requeue: true}, planErr
+		}
+		return ctrl.Result{}, errors.Join(planErr, err)
+	}
+	var pace podlife.Pace
+	stepErr := planErr
+	if planErr == nil {
+		after, err := c.Execute(ctx)
+		pace.Wake(after)
+		stepErr = err
+		if err := c.WriteStatus(ctx); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{Requeue: true}, stepErr
+			}
+			return ctrl.Result{}, errors.Join(stepErr, err)
+		}
+	}
+	next, err := c.Tidy(ctx)
+	if err != nil {
+		return ctrl.Result{}, errors.Join(stepErr, err)
+	}
+	pace.Wake(next)
+	return ctrl.Result{RequeueAfter: pace.RequeueAfter}, stepErr
+}

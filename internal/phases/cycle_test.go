@@ -1,0 +1,85 @@
+package phases
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// fake records the phases run and fails the ones it is told to.
+type fake struct {
+	calls                   []string
+	revisions, plan, tidy   error
+	status                  []error // per WriteStatus call
+	execute                 error
+	executeAfter, tidyAfter time.Duration
+}
+
+func (f *fake) Revisions(context.Context) error {
+	f.calls = append(f.calls, "revisions")
+	return f.revisions
+}
+func (f *fake) Plan() error { f.calls = append(f.calls, "plan"); return f.plan }
+func (f *fake) WriteStatus(context.Context) error {
+	f.calls = append(f.calls, "status")
+	n := len(slices.DeleteFunc(slices.Clone(f.calls), func(c string) bool { return c != "status" }))
+	if n <= len(f.status) {
+		return f.status[n-1]
+	}
+	return nil
+}
+func (f *fake) Execute(context.Context) (time.Duration, error) {
+	f.calls = append(f.calls, "execute")
+	return f.executeAfter, f.execute
+}
+func (f *fake) Tidy(context.Context) (time.Duration, error) {
+	f.calls = append(f.calls, "tidy")
+	return f.tidyAfter, f.tidy
+}
+
+var conflict = apierrors.NewConflict(schema.GroupResource{Resource: "clonesets"}, "web", errors.New("changed"))
+
+// The phases in their order for every kind, with the status written
+// before the step's pod writes and checked again after; every failure
+// stops where it must, and the wishes to look again merge to the soonest.
+func TestRun(t *testing.T) {
+	boom := errors.New("boom")
+	for _, c := range []struct {
+		name    string
+		f       fake
+		calls   string
+		requeue bool
+		after   time.Duration
+		err     string
+	}{
+		{"a step", fake{executeAfter: 3 * time.Second, tidyAfter: 2 * time.Second}, "revisions plan status execute status tidy", false, 2 * time.Second, ""},
+		{"no wish to look again", fake{}, "revisions plan status execute status tidy", false, 0, ""},
+		{"revisions fail: nothing else", fake{revisions: boom}, "revisions", false, 0, "boom"},
+		{"the plan fails: its status written, nothing executed", fake{plan: boom, tidyAfter: time.Second}, "revisions plan status tidy", false, time.Second, "boom"},
+		{"the status conflicts: no step on a changed workload", fake{status: []error{conflict}}, "revisions plan status", true, 0, ""},
+		{"the status fails", fake{status: []error{boom}}, "revisions plan status", false, 0, "boom"},
+		{"the step fails: its outcome written, tidied", fake{execute: boom}, "revisions plan status execute status tidy", false, 0, "boom"},
+		{"the second status conflicts", fake{status: []error{nil, conflict}, execute: boom}, "revisions plan status execute status", true, 0, "boom"},
+		{"tidy fails", fake{tidy: boom}, "revisions plan status execute status tidy", false, 0, "boom"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := c.f
+			res, err := Run(context.Background(), &f)
+			if got := strings.Join(f.calls, " "); got != c.calls {
+				t.Errorf("phases %q, want %q", got, c.calls)
+			}
+			if res.Requeue != c.requeue || res.RequeueAfter != c.after {
+				t.Errorf("result %+v, want requeue %v after %v", res, c.requeue, c.after)
+			}
+			if (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
+				t.Errorf("error %v, want %q", err, c.err)
+			}
+		})
+	}
+}
