@@ -15,14 +15,7 @@ import (
 // architecture table (its path in backquotes), so a newcomer finds what
 // each one is for.
 func TestEveryPackageIsInTheArchitectureTable(t *testing.T) {
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, readme := readme(t)
 	var table strings.Builder
 	for _, line := range strings.Split(string(readme), "\n") {
 		if strings.HasPrefix(line, "| `") {
@@ -61,14 +54,7 @@ func TestEveryPackageIsInTheArchitectureTable(t *testing.T) {
 // The README's Status section reads in a minute: one short line per
 // capability (the detail is in docs/status.md).
 func TestStatusRowsAreShort(t *testing.T) {
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, readme := readme(t)
 	_, status, ok := strings.Cut(string(readme), "\n## Status\n")
 	if !ok {
 		t.Fatal("no Status section")
@@ -87,4 +73,18 @@ func TestStatusRowsAreShort(t *testing.T) {
 	if rows < 5 {
 		t.Errorf("%d Status rows: the section was not found whole", rows)
 	}
+}
+
+// readme is the repository's root and its README.
+func readme(t *testing.T) (string, []byte) {
+	t.Helper()
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, data
 }
