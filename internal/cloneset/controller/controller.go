@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
-	"github.com/lifeline-k8s/lifeline/internal/phases"
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
+	"github.com/lifeline-k8s/lifeline/internal/phases"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	"github.com/lifeline-k8s/lifeline/internal/podexec"
 	"github.com/lifeline-k8s/lifeline/internal/requeue"
