@@ -5,26 +5,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/disruption"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 )
-
-// cloneSetsOf maps a budget to the CloneSets of its namespace.
-func (r *Reconciler) cloneSetsOf(ctx context.Context, obj client.Object) []reconcile.Request {
-	list := &appsv1alpha1.CloneSetList{}
-	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for _, cs := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cs)})
-	}
-	return out
-}
 
 // disruptions is the plan's disruption check: the budgets of the
 // CloneSet's namespace as read now; nil without budgets.

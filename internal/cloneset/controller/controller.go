@@ -126,7 +126,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&appsv1.ControllerRevision{}, owned).
 		// A budget that frees up lets held pods go at once, not at the
 		// next retry.
-		Watches(&policyv1beta1.PodUnavailableBudget{}, handler.EnqueueRequestsFromMapFunc(r.cloneSetsOf)).
+		Watches(&policyv1beta1.PodUnavailableBudget{}, phases.WakeNamespace(r.Client, func() client.ObjectList { return &appsv1beta1.CloneSetList{} })).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers, RateLimiter: requeue.RateLimiter()}).
 		Complete(r)
 }

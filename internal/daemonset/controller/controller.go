@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 	"github.com/lifeline-k8s/lifeline/internal/phases"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
@@ -98,6 +99,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&appsv1beta1.DaemonSet{}).
 		Watches(&corev1.Pod{}, owned).
 		Watches(&appsv1.ControllerRevision{}, owned).
+		Watches(&policyv1beta1.PodUnavailableBudget{}, phases.WakeNamespace(r.Client, func() client.ObjectList { return &appsv1beta1.DaemonSetList{} })).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allSets), builder.WithPredicates(nodeChanges())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers, RateLimiter: requeue.RateLimiter()}).
 		Complete(r)

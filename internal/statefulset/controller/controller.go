@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 	"github.com/lifeline-k8s/lifeline/internal/phases"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
@@ -95,6 +96,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, owned).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.setOfOrphan)).
 		Watches(&appsv1.ControllerRevision{}, owned).
+		Watches(&policyv1beta1.PodUnavailableBudget{}, phases.WakeNamespace(r.Client, func() client.ObjectList { return &appsv1beta1.StatefulSetList{} })).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers, RateLimiter: requeue.RateLimiter()}).
 		Complete(r)
 }
