@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -175,20 +174,12 @@ func ListWorkloads(ctx context.Context, c client.Reader, follows []Follow, names
 		if !ok {
 			return nil, fmt.Errorf("hook: unknown kind %q", f.Kind)
 		}
-		list := k.NewList()
-		if err := c.List(ctx, list, opts...); err != nil {
-			return nil, err
-		}
-		items, err := meta.ExtractList(list)
+		views, err := k.List(ctx, c, opts...)
 		if err != nil {
 			return nil, err
 		}
-		for _, item := range items {
-			if obj, ok := item.(client.Object); ok {
-				if w, ok := workloadOf(obj); ok {
-					out = append(out, w)
-				}
-			}
+		for _, v := range views {
+			out = append(out, Workload{Kind: kindOf(v.Kind), Object: v.Object, Lifecycle: v.Lifecycle, Selector: v.Selector, View: v})
 		}
 	}
 	return out, nil

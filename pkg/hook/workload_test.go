@@ -190,4 +190,8 @@ func TestFollowsARegisteredCustomKind(t *testing.T) {
 	if reqs := op.podsOf(context.Background(), fleet); len(reqs) != 1 || reqs[0].Name != "ships-0" {
 		t.Errorf("the fleet maps to %v, want its pod", reqs)
 	}
+	ws, err := ListWorkloads(context.Background(), c, []Follow{{Kind: "Fleet.example.com"}}, "ns")
+	if err != nil || len(ws) != 1 || ws[0].Name() != "ships" || ws[0].Kind != "Fleet.example.com" {
+		t.Errorf("ListWorkloads = %+v, %v; want the fleet", ws, err)
+	}
 }

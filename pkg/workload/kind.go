@@ -7,11 +7,13 @@
 package workload
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,6 +56,25 @@ func (k Kind) View(obj client.Object) View {
 		v.Kind = k
 	}
 	return v
+}
+
+// List lists the kind's workloads with c and views each.
+func (k Kind) List(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]View, error) {
+	list := k.NewList()
+	if err := c.List(ctx, list, opts...); err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	views := make([]View, 0, len(items))
+	for _, item := range items {
+		if obj, ok := item.(client.Object); ok {
+			views = append(views, k.View(obj))
+		}
+	}
+	return views, nil
 }
 
 // GroupKind is the kind's group and kind.

@@ -162,19 +162,13 @@ func (r *Reconciler) templateWorkloads(ctx context.Context, namespace string, se
 		if !k.Scale {
 			continue
 		}
-		list := k.NewList()
-		if err := r.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
-			return nil, err
-		}
-		items, err := meta.ExtractList(list)
+		views, err := k.List(ctx, r.Client, client.InNamespace(namespace), client.UnsafeDisableDeepCopy)
 		if err != nil {
 			return nil, err
 		}
-		for _, item := range items {
-			if obj, ok := item.(client.Object); ok {
-				if v := k.View(obj); v.Template != nil {
-					add(obj, v.Template.Labels, k.GroupVersionKind())
-				}
+		for _, v := range views {
+			if v.Template != nil {
+				add(v.Object, v.Template.Labels, k.GroupVersionKind())
 			}
 		}
 	}
