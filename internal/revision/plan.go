@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -152,4 +153,20 @@ func TemplateOf(cr *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, error) 
 		return nil, fmt.Errorf("revision %s: %w", cr.Name, err)
 	}
 	return &data.Spec.Template, nil
+}
+
+// Templates are the pod templates of every revision and of the update
+// revision, by key (a revision's name, or its hash); a revision whose data
+// does not hold one is left out.
+func (r Revisions) Templates(key func(*appsv1.ControllerRevision) string) map[string]*corev1.PodTemplateSpec {
+	out := map[string]*corev1.PodTemplateSpec{}
+	for _, cr := range append(slices.Clip(r.All), r.Update) {
+		if cr == nil {
+			continue
+		}
+		if t, err := TemplateOf(cr); err == nil {
+			out[key(cr)] = t
+		}
+	}
+	return out
 }

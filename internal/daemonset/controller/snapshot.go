@@ -89,12 +89,7 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 // made: revisions are known by their short hash, which pods carry.
 func (c *cycle) useRevisions() {
 	c.snap.UpdateHash = hashOf(c.revs.Update)
-	c.snap.Templates = map[string]*corev1.PodTemplateSpec{}
-	for _, cr := range append(c.revs.All, c.revs.Update) {
-		if t, err := revision.TemplateOf(cr); err == nil {
-			c.snap.Templates[hashOf(cr)] = t
-		}
-	}
+	c.snap.Templates = c.revs.Templates(hashOf)
 }
 
 // hashOf is a revision's short hash: its controller-revision-hash label,

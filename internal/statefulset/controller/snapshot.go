@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,14 +92,9 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 
 // useRevisions completes the snapshot once the planned revision write is
 // made.
-func (c *cycle) useRevisions(r *Reconciler) {
+func (c *cycle) useRevisions() {
 	c.snap.UpdateRevision, c.snap.CurrentRevision = c.revs.Update.Name, c.revs.Current.Name
-	c.snap.Templates = map[string]*corev1.PodTemplateSpec{}
-	for _, cr := range append(c.revs.All, c.revs.Update) {
-		if t, err := revision.TemplateOf(cr); err == nil {
-			c.snap.Templates[cr.Name] = t
-		}
-	}
+	c.snap.Templates = c.revs.Templates(func(cr *appsv1.ControllerRevision) string { return cr.Name })
 }
 
 // orphans are the live pods of the set's namespace with no controller, one

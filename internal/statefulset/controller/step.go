@@ -25,7 +25,7 @@ func (s *step) Revisions(ctx context.Context) error {
 	if err := s.r.revisionStore().Write(ctx, s.c.source, &s.c.revs); err != nil {
 		return err
 	}
-	s.c.useRevisions(s.r)
+	s.c.useRevisions()
 	return nil
 }
 
