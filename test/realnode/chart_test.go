@@ -19,10 +19,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	"github.com/lifeline-k8s/lifeline/test/testenv"
 )
 
 const chartNamespace = "lifeline-system"
@@ -371,19 +371,13 @@ func killContainer(t *testing.T, c *cluster.Cluster, pod corev1.Pod) {
 	t.Fatalf("no process of pod %s", pod.Name)
 }
 
+// poll is testenv.Eventually for a condition that cannot fail.
 func poll(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string)) {
 	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, nil, timeout, what, func(ctx context.Context) (bool, string, error) {
 		ok, why := cond(ctx)
-		if ctx.Err() == nil {
-			last = why
-		}
-		return ok, nil
+		return ok, why, nil
 	})
-	if err != nil {
-		t.Fatalf("%s: %v; last seen: %s", what, err, last)
-	}
 }
 
 // registryEntries counts the entries the bridge wrote for the demo.
