@@ -33,7 +33,7 @@ func main() {
 	flag.IntVar(&o.qps, "qps", 50, "client QPS of kube-controller-manager, lifeline-manager and kruise-manager")
 	flag.IntVar(&o.nodes, "nodes", 10, "simulated nodes")
 	flag.IntVar(&o.daemonNodes, "daemon-nodes", 200, "simulated nodes each DaemonSet scenario registers and runs a pod on")
-	flag.BoolVar(&o.verbose, "v", false, "print each control-plane process's CPU per step")
+	flag.BoolVar(&o.verbose, "v", false, "print each control-plane process's CPU and the controller's requests by verb, resource and code per step")
 	flag.IntVar(&o.budgetPods, "budget-pods", 10000, "pods a budget covers in the evictions scenarios")
 	flag.IntVar(&o.evictions, "budget-evictions", 2000, "pods evicted in each evictions run")
 	flag.IntVar(&o.inFlight, "budget-in-flight", 50, "evictions (and creations) in flight at once")

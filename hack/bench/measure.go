@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sync/atomic"
@@ -95,6 +96,20 @@ func (b *bench) measure(ctx context.Context, s suite, ns string, pods int,
 		readsBefore[source] = reads(source)
 	}
 	webhookBefore := webhook()
+	// Under -v: the manager's reconciles by controller and result.
+	reconciles := func() map[string]float64 {
+		out := map[string]float64{}
+		if b.kruise != nil || !b.o.verbose {
+			return out
+		}
+		for _, c := range []string{"cloneset", "advanced-statefulset", "advanced-daemonset"} {
+			for _, result := range []string{"success", "error", "requeue", "requeue_after"} {
+				out[c+" "+result] = counter(b.l.MetricsURL, "controller_runtime_reconcile_total", map[string]string{"controller": c, "result": result})
+			}
+		}
+		return out
+	}
+	reconcilesBefore := reconciles()
 
 	// A RetryWatcher resumes where the API server closed a watch, so a
 	// watch dropped under load does not lose writes.
@@ -165,6 +180,17 @@ func (b *bench) measure(ctx context.Context, s suite, ns string, pods int,
 		return r, err
 	}
 	r.Requests, r.Events, r.Binds = a.requests, a.events, a.binds
+	if b.o.verbose {
+		for _, k := range slices.Sorted(maps.Keys(a.byKind)) {
+			fmt.Printf("    %6d %s\n", a.byKind[k], k)
+		}
+		after := reconciles()
+		for _, k := range slices.Sorted(maps.Keys(after)) {
+			if n := after[k] - reconcilesBefore[k]; n > 0 {
+				fmt.Printf("    %6.0f reconciles: %s\n", n, k)
+			}
+		}
+	}
 	r.PodWriteP50Ms, r.PodWriteP99Ms = a.podWriteP50, a.podWriteP99
 	return r, nil
 }
@@ -181,7 +207,10 @@ type binds struct {
 
 // audited is what the audit log says about a step.
 type audited struct {
-	requests, events         int
+	requests, events int
+	// byKind counts the requests by verb, resource and response code,
+	// which -v prints.
+	byKind                   map[string]int
 	podWriteP50, podWriteP99 float64
 	binds                    binds
 }
@@ -192,7 +221,7 @@ type audited struct {
 // name, not theirs, so counting them for one side only would be unfair);
 // the latency of their pod writes; and the scheduler's binds.
 func readAudit(path string, offset int64, users []string) (audited, error) {
-	var out audited
+	out := audited{byKind: map[string]int{}}
 	want := map[string]bool{}
 	for _, u := range users {
 		want[u] = true
@@ -239,6 +268,11 @@ func readAudit(path string, offset int64, users []string) (audited, error) {
 			writes = append(writes, took)
 		}
 		out.requests++
+		resource := event.ObjectRef.Resource
+		if event.ObjectRef.Subresource != "" {
+			resource += "/" + event.ObjectRef.Subresource
+		}
+		out.byKind[fmt.Sprintf("%s %s %d", event.Verb, resource, event.ResponseStatus.Code)]++
 	})
 	out.podWriteP50, out.podWriteP99 = percentileMs(writes, 0.5), percentileMs(writes, 0.99)
 	out.binds = binds{Count: len(bindLatencies), P50Ms: percentileMs(bindLatencies, 0.5), P99Ms: percentileMs(bindLatencies, 0.99)}

@@ -15,6 +15,7 @@ import (
 	clonesetcontroller "github.com/lifeline-k8s/lifeline/internal/cloneset/controller"
 	clonesetwebhook "github.com/lifeline-k8s/lifeline/internal/cloneset/webhook"
 	"github.com/lifeline-k8s/lifeline/internal/conversion"
+	"github.com/lifeline-k8s/lifeline/internal/phases"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	"github.com/lifeline-k8s/lifeline/internal/podexec"
 )
@@ -27,8 +28,8 @@ func CloneSet(shared *WorkloadOptions) *Feature {
 	// The controller's expectations, which the binding mutator reads too;
 	// made once the flags are parsed.
 	expectations := sync.OnceValue(func() *podexec.Expectations {
-		o.ExpectationTimeout, o.HookWaitWarning = shared.ExpectationTimeout, shared.HookWaitWarning
-		return clonesetcontroller.NewExpectations(*o)
+		shared.into(&o.Options)
+		return phases.NewExpectations(o.Options)
 	})
 	// controllerRuns: the controller is set up in this manager, so the
 	// pods it creates are in expectations once it leads.
@@ -51,12 +52,10 @@ func CloneSet(shared *WorkloadOptions) *Feature {
 		Conversions: []schema.GroupKind{conversion.CloneSet},
 		Controllers: func(ctx context.Context, mgr ctrl.Manager, s *Shared) error {
 			exp := expectations()
-			r := &clonesetcontroller.Reconciler{
-				Client: HubClient(mgr), APIReader: HubReader(mgr), Recorder: mgr.GetEventRecorder("cloneset-controller"),
-				Budgets: s.Budgets, Options: *o, Expectations: exp, Pods: s.Pods,
-			}
+			r := &clonesetcontroller.Reconciler{Shell: shell(mgr, s, "cloneset-controller"), Options: *o}
+			r.Expectations = exp
 			controllerRuns.Store(true)
-			return r.SetupWithManager(ctx, mgr)
+			return r.SetupWithManager(mgr)
 		},
 		Webhooks: func(mgr ctrl.Manager, s *Shared, w Webhooks) {
 			clonesetwebhook.Register(w.Server, w.Decoder, HubClient(mgr))

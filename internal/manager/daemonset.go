@@ -29,9 +29,8 @@ func DaemonSet(shared *WorkloadOptions) *Feature {
 					"Off: they are replaced within maxUnavailable.")
 		},
 		Controllers: func(_ context.Context, mgr ctrl.Manager, s *Shared) error {
-			o.ExpectationTimeout, o.HookWaitWarning = shared.ExpectationTimeout, shared.HookWaitWarning
-			r := &daemonsetcontroller.Reconciler{Client: HubClient(mgr), APIReader: HubReader(mgr), Recorder: mgr.GetEventRecorder("daemonset-controller"),
-				Budgets: s.Budgets, Pods: s.Pods, Options: *o}
+			shared.into(&o.Options)
+			r := &daemonsetcontroller.Reconciler{Shell: shell(mgr, s, "daemonset-controller"), Options: *o}
 			return r.SetupWithManager(mgr)
 		},
 		AddToScheme: schemes(appsv1alpha1.AddToScheme, appsv1beta1.AddToScheme),

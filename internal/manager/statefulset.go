@@ -29,9 +29,8 @@ func StatefulSet(shared *WorkloadOptions, c *statefulsetcontroller.Options) *Fea
 				"Honour an Advanced StatefulSet's spec.ordinals.start (OpenKruise's StatefulSetStartOrdinal gate, off by default there too).")
 		},
 		Controllers: func(_ context.Context, mgr ctrl.Manager, s *Shared) error {
-			c.ExpectationTimeout, c.HookWaitWarning = shared.ExpectationTimeout, shared.HookWaitWarning
-			r := &statefulsetcontroller.Reconciler{Client: HubClient(mgr), APIReader: HubReader(mgr), Recorder: mgr.GetEventRecorder("statefulset-controller"),
-				Budgets: s.Budgets, Pods: s.Pods, Options: *c}
+			shared.into(&c.Options)
+			r := &statefulsetcontroller.Reconciler{Shell: shell(mgr, s, "statefulset-controller"), Options: *c}
 			return r.SetupWithManager(mgr)
 		},
 		AddToScheme: schemes(appsv1alpha1.AddToScheme, appsv1beta1.AddToScheme),

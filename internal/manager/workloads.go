@@ -10,6 +10,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	"github.com/lifeline-k8s/lifeline/internal/hookguard"
 	"github.com/lifeline-k8s/lifeline/internal/hookhandlers"
+	"github.com/lifeline-k8s/lifeline/internal/phases"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	"github.com/lifeline-k8s/lifeline/internal/protection"
 	"github.com/lifeline-k8s/lifeline/pkg/workload"
@@ -23,6 +24,16 @@ type WorkloadOptions struct {
 	// HookWaitWarning is how long a pod may wait on a lifecycle hook
 	// before a Warning event says so; 0 turns it off.
 	HookWaitWarning time.Duration
+}
+
+// into sets the shared options of one kind's controller.
+func (o *WorkloadOptions) into(c *phases.Options) {
+	c.ExpectationTimeout, c.HookWaitWarning = o.ExpectationTimeout, o.HookWaitWarning
+}
+
+// shell is a workload controller's shell in mgr, its events by recorder.
+func shell(mgr ctrl.Manager, s *Shared, recorder string) phases.Shell {
+	return phases.Shell{Client: HubClient(mgr), APIReader: HubReader(mgr), Recorder: mgr.GetEventRecorder(recorder), Budgets: s.Budgets, Pods: s.Pods}
 }
 
 // Workloads is what every kind of workload shares, whichever kinds the

@@ -10,11 +10,14 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/lifeline-k8s/lifeline/internal/podlife"
 )
 
 // fake records the phases run and fails the ones it is told to.
 type fake struct {
 	calls                   []string
+	states                  bool // the step moves a pod to another lifecycle state
 	revisions, plan, tidy   error
 	status                  []error // per WriteStatus call
 	execute                 error
@@ -25,7 +28,13 @@ func (f *fake) Revisions(context.Context) error {
 	f.calls = append(f.calls, "revisions")
 	return f.revisions
 }
-func (f *fake) Plan() error { f.calls = append(f.calls, "plan"); return f.plan }
+func (f *fake) Plan() ([]podlife.Action, error) {
+	f.calls = append(f.calls, "plan")
+	if f.states {
+		return []podlife.Action{podlife.DeletePod{}, podlife.SetState{}}, f.plan
+	}
+	return []podlife.Action{podlife.CreatePod{}, podlife.DeletePod{}, podlife.UpdateInPlace{}}, f.plan
+}
 func (f *fake) WriteStatus(context.Context) error {
 	f.calls = append(f.calls, "status")
 	n := len(slices.DeleteFunc(slices.Clone(f.calls), func(c string) bool { return c != "status" }))
@@ -45,9 +54,10 @@ func (f *fake) Tidy(context.Context) (time.Duration, error) {
 
 var conflict = apierrors.NewConflict(schema.GroupResource{Resource: "clonesets"}, "web", errors.New("changed"))
 
-// The phases in their order for every kind, with the status written
-// before the step's pod writes and checked again after; every failure
-// stops where it must, and the wishes to look again merge to the soonest.
+// The phases in their order for every kind: the status before the step's
+// pod writes when the step moves a pod's lifecycle state (and checked
+// again after), else once after them; every failure stops where it must,
+// and the wishes to look again merge to the soonest.
 func TestRun(t *testing.T) {
 	boom := errors.New("boom")
 	for _, c := range []struct {
@@ -58,15 +68,15 @@ func TestRun(t *testing.T) {
 		after   time.Duration
 		err     string
 	}{
-		{"a step", fake{executeAfter: 3 * time.Second, tidyAfter: 2 * time.Second}, "revisions plan status execute status tidy", false, 2 * time.Second, ""},
-		{"no wish to look again", fake{}, "revisions plan status execute status tidy", false, 0, ""},
+		{"a step that moves a pod's state", fake{states: true, executeAfter: 3 * time.Second, tidyAfter: 2 * time.Second}, "revisions plan status execute status tidy", false, 2 * time.Second, ""},
+		{"any other step: the status once, after", fake{executeAfter: time.Second}, "revisions plan execute status tidy", false, time.Second, ""},
 		{"revisions fail: nothing else", fake{revisions: boom}, "revisions", false, 0, "boom"},
 		{"the plan fails: its status written, nothing executed", fake{plan: boom, tidyAfter: time.Second}, "revisions plan status tidy", false, time.Second, "boom"},
-		{"the status conflicts: no step on a changed workload", fake{status: []error{conflict}}, "revisions plan status", true, 0, ""},
-		{"the status fails", fake{status: []error{boom}}, "revisions plan status", false, 0, "boom"},
-		{"the step fails: its outcome written, tidied", fake{execute: boom}, "revisions plan status execute status tidy", false, 0, "boom"},
-		{"the second status conflicts", fake{status: []error{nil, conflict}, execute: boom}, "revisions plan status execute status", true, 0, "boom"},
-		{"tidy fails", fake{tidy: boom}, "revisions plan status execute status tidy", false, 0, "boom"},
+		{"the status conflicts: no step on a changed workload", fake{states: true, status: []error{conflict}}, "revisions plan status", true, 0, ""},
+		{"the status fails", fake{states: true, status: []error{boom}}, "revisions plan status", false, 0, "boom"},
+		{"the step fails: its outcome written, tidied", fake{execute: boom}, "revisions plan execute status tidy", false, 0, "boom"},
+		{"the status after conflicts", fake{states: true, status: []error{nil, conflict}, execute: boom}, "revisions plan status execute status", true, 0, "boom"},
+		{"tidy fails", fake{tidy: boom}, "revisions plan execute status tidy", false, 0, "boom"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := c.f

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,10 +18,9 @@ const cacheRetry = 5 * time.Second
 // CacheWait says how long a workload waits before planning while the cache
 // does not show the executor's own writes to its pods yet: 0 once it does.
 // A write the cache never shows stops counting after the expectations'
-// timeout, counted in expired (labelled by the workload's namespace and
-// name) when set. A creation the cache has not shown is looked up around
+// timeout, counted in Metrics.Expired. A creation the cache has not shown is looked up around
 // it (Live) before it counts as missing.
-func (e *Executor) CacheWait(ctx context.Context, owner client.Object, pods []*corev1.Pod, now time.Time, expired *prometheus.CounterVec) (time.Duration, error) {
+func (e *Executor) CacheWait(ctx context.Context, owner client.Object, pods []*corev1.Pod, now time.Time) (time.Duration, error) {
 	live := e.Live
 	if live == nil {
 		live = e.Client
@@ -40,8 +38,8 @@ func (e *Executor) CacheWait(ctx context.Context, owner client.Object, pods []*c
 		return 0, err
 	}
 	if dropped > 0 {
-		if expired != nil {
-			expired.WithLabelValues(owner.GetNamespace(), owner.GetName()).Add(float64(dropped))
+		if e.Metrics.Expired != nil {
+			e.Metrics.Expired.WithLabelValues(owner.GetNamespace(), owner.GetName()).Add(float64(dropped))
 		}
 		log.FromContext(ctx).Info("dropped expectations the cache never met", "count", dropped)
 	}

@@ -35,14 +35,6 @@ type Workload interface {
 	NewPod(a podlife.CreatePod) (*corev1.Pod, []*corev1.PersistentVolumeClaim, error)
 }
 
-// Metrics are the counters a workload kind keeps, each labelled by the
-// workload's namespace and name (Failures also by the action, Durations by
-// the state left). A nil field is not counted.
-type Metrics struct {
-	Created, Deleted, Failures, Stale *prometheus.CounterVec
-	Durations                         *prometheus.HistogramVec
-}
-
 // Executor carries out plans.
 type Executor struct {
 	Client client.Client

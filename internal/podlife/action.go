@@ -230,3 +230,14 @@ func (Relabel) Warned() []Warning         { return nil }
 func (DeletePod) Disrupts() disruption.Kind     { return disruption.Delete }
 func (a SetState) Disrupts() disruption.Kind    { return a.Disruption }
 func (UpdateInPlace) Disrupts() disruption.Kind { return disruption.InPlaceUpdate }
+
+// ChangesStates reports whether actions move a pod to another lifecycle
+// state: what a reader of the pods sees of a step.
+func ChangesStates(actions []Action) bool {
+	for _, a := range actions {
+		if _, ok := a.(SetState); ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,7 +1,9 @@
 // Package workloadspec defaults and validates what every workload's spec
 // shares, as OpenKruise does for each: the pod template and volume claim
-// templates, the lifecycle hooks and the update priority strategy. The
-// workloads' own webhooks call it, so a rule changes for all of them at once.
+// templates, the lifecycle hooks and the update priority strategy; and
+// makes a workload's new pods and claims from those templates. The
+// workloads' own webhooks and controllers call it, so a rule changes for
+// all of them at once.
 package workloadspec
 
 import (

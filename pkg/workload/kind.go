@@ -47,6 +47,10 @@ type Kind struct {
 	New     func() client.Object
 	NewList func() client.ObjectList
 	Read    func(client.Object) View
+
+	// goType is New's Go type, nil when it is unstructured: Of matches
+	// objects by it without making one.
+	goType reflect.Type
 }
 
 // View is obj, read into New's result, as every part reads a workload.
@@ -109,6 +113,9 @@ func Register(k Kind) (Kind, error) {
 	}
 	if !slices.Contains(k.Served, k.Version) {
 		k.Served = append(slices.Clone(k.Served), k.Version)
+	}
+	if _, unstructured := k.New().(*unstructured.Unstructured); !unstructured {
+		k.goType = reflect.TypeOf(k.New())
 	}
 	registry.Lock()
 	defer registry.Unlock()
@@ -175,7 +182,7 @@ func Of(obj client.Object) (Kind, bool) {
 	registry.RLock()
 	defer registry.RUnlock()
 	for _, k := range registry.kinds {
-		if _, unstructured := k.New().(*unstructured.Unstructured); !unstructured && reflect.TypeOf(k.New()) == t {
+		if k.goType == t {
 			return k, true
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
+	"github.com/lifeline-k8s/lifeline/internal/phases"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,15 +61,15 @@ func runCloneSetController(t *testing.T, wrap func(client.Client) client.Client)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &clonesetcontroller.Reconciler{
+	r := &clonesetcontroller.Reconciler{Shell: phases.Shell{
 		Client:    conversion.HubClient(wrap(mgr.GetClient())),
 		APIReader: manager.HubReader(mgr),
 		Recorder:  mgr.GetEventRecorder("cloneset-controller"),
-	}
+	}}
 	if err := ownerindex.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.SetupWithManager(ctx, mgr); err != nil {
+	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = mgr.Start(ctx) }()

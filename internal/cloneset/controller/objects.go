@@ -33,38 +33,18 @@ func newPod(cs *appsv1alpha1.CloneSet, cr *appsv1.ControllerRevision, id string,
 	if err != nil {
 		return nil, err
 	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:       cs.Namespace,
-			Name:            cs.Name + "-" + id,
-			GenerateName:    cs.Name + "-",
-			Labels:          map[string]string{},
-			Annotations:     map[string]string{},
-			Finalizers:      tmpl.Finalizers,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cs, cloneSetKind)},
-		},
-		Spec: tmpl.Spec,
+	var gates []corev1.PodConditionType
+	if planner.UpdatesInPlace(cs) {
+		gates = append(gates, pub.InPlaceUpdateReady)
 	}
-	for k, v := range tmpl.Labels {
-		pod.Labels[k] = v
+	if planner.MarksPodNotReady(cs) {
+		gates = append(gates, pub.KruisePodReadyConditionType)
 	}
-	for k, v := range tmpl.Annotations {
-		pod.Annotations[k] = v
-	}
-	pod.Labels[appsv1alpha1.CloneSetInstanceID] = id
-	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = cr.Name
-	pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = podfacts.ShortHash(cr.Name)
-	pod.Labels[pub.LifecycleStateKey] = string(state)
-	pod.Annotations[pub.LifecycleTimestampKey] = now.Format(time.RFC3339)
-	// A gate the template declares already (as OpenKruise's in-place
-	// documentation has users write) is not added twice.
-	if planner.UpdatesInPlace(cs) && !podfacts.HasReadinessGate(pod, pub.InPlaceUpdateReady) {
-		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.InPlaceUpdateReady})
-	}
-	if planner.MarksPodNotReady(cs) && !podfacts.HasReadinessGate(pod, pub.KruisePodReadyConditionType) {
-		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType})
-	}
-
+	pod := workloadspec.NewPod{Owner: cs, Kind: cloneSetKind, Name: cs.Name + "-" + id, GenerateName: cs.Name + "-",
+		State: state, Now: now, Gates: gates, Labels: map[string]string{
+			appsv1alpha1.CloneSetInstanceID: id, appsv1.ControllerRevisionHashLabelKey: cr.Name,
+			appsv1.DefaultDeploymentUniqueLabelKey: podfacts.ShortHash(cr.Name),
+		}}.Build(tmpl)
 	pod.Spec.Volumes = workloadspec.ClaimVolumes(pod.Spec.Volumes, cs.Spec.VolumeClaimTemplates,
 		func(vct string) string { return pvcName(vct, cs.Name, id) })
 	return pod, nil
@@ -72,23 +52,7 @@ func newPod(cs *appsv1alpha1.CloneSet, cr *appsv1.ControllerRevision, id string,
 
 // newPVCs builds the claims of instance id from the volumeClaimTemplates.
 func newPVCs(cs *appsv1alpha1.CloneSet, id string) []*corev1.PersistentVolumeClaim {
-	var pvcs []*corev1.PersistentVolumeClaim
-	for _, vct := range cs.Spec.VolumeClaimTemplates {
-		pvc := vct.DeepCopy()
-		pvc.Name = pvcName(vct.Name, cs.Name, id)
-		pvc.Namespace = cs.Namespace
-		pvc.ResourceVersion, pvc.UID = "", ""
-		if pvc.Labels == nil {
-			pvc.Labels = map[string]string{}
-		}
-		if cs.Spec.Selector != nil {
-			for k, v := range cs.Spec.Selector.MatchLabels {
-				pvc.Labels[k] = v
-			}
-		}
-		pvc.Labels[appsv1alpha1.CloneSetInstanceID] = id
-		pvc.OwnerReferences = append(pvc.OwnerReferences, *metav1.NewControllerRef(cs, cloneSetKind))
-		pvcs = append(pvcs, pvc)
-	}
-	return pvcs
+	return workloadspec.NewClaims(cs.Namespace, cs.Spec.VolumeClaimTemplates, cs.Spec.Selector,
+		func(vct string) string { return pvcName(vct, cs.Name, id) },
+		map[string]string{appsv1alpha1.CloneSetInstanceID: id}, metav1.NewControllerRef(cs, cloneSetKind))
 }

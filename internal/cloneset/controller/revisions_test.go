@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
+	"github.com/lifeline-k8s/lifeline/internal/phases"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,7 +32,7 @@ func revisionTestbed(t *testing.T, objs ...client.Object) (*Reconciler, client.C
 	_ = appsv1alpha1.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithIndex(&appsv1.ControllerRevision{}, ownerindex.Field, ownerindex.ControllerUID).Build()
-	return &Reconciler{Client: c, APIReader: c}, c
+	return &Reconciler{Shell: phases.Shell{Client: c, APIReader: c}}, c
 }
 
 func revisionCloneSet(image string) *appsv1alpha1.CloneSet {
@@ -136,17 +137,17 @@ func TestRevisionNameCollision(t *testing.T) {
 		}
 		return cr
 	}
-	if _, err := r.revisionStore().Create(ctx, revision.CloneSetSource(cs), planned(), ptr.To[int32](0)); err != nil {
+	if _, err := r.RevisionStore().Create(ctx, revision.CloneSetSource(cs), planned(), ptr.To[int32](0)); err != nil {
 		t.Fatal(err)
 	}
 	count := int32(0)
-	again, err := r.revisionStore().Create(ctx, revision.CloneSetSource(cs), planned(), &count)
+	again, err := r.RevisionStore().Create(ctx, revision.CloneSetSource(cs), planned(), &count)
 	if err != nil || again.Name != mine.Name || count != 0 {
 		t.Fatalf("recreating an existing revision: %v name %s count %d", err, again.Name, count)
 	}
 }
 
-// truncateHistory keeps revisionHistoryLimit unused revisions (10 when
+// The history keeps revisionHistoryLimit unused revisions (10 when
 // unset), the oldest going first, and never one in use.
 func TestRevisionHistoryLimit(t *testing.T) {
 	ctx := context.Background()
@@ -173,7 +174,7 @@ func TestRevisionHistoryLimit(t *testing.T) {
 	}
 	// A pod still at "c" keeps it.
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-x", Labels: map[string]string{appsv1.ControllerRevisionHashLabelKey: names[2]}}}
-	if err := r.truncateHistory(ctx, cs, revs, []*corev1.Pod{pod}); err != nil {
+	if err := r.RevisionStore().Truncate(ctx, revs, []*corev1.Pod{pod}, historyLimit(cs)); err != nil {
 		t.Fatal(err)
 	}
 	var kept []string
@@ -202,7 +203,7 @@ func TestRevisionHistoryLimit(t *testing.T) {
 	if revs, err = r.syncRevisions(ctx, cs); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.truncateHistory(ctx, cs, revs, nil); err != nil {
+	if err := r.RevisionStore().Truncate(ctx, revs, nil, historyLimit(cs)); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(storedRevisions(t, c)); n != appsv1alpha1.DefaultCloneSetRevisionHistoryLimit+1 {
@@ -212,7 +213,7 @@ func TestRevisionHistoryLimit(t *testing.T) {
 
 // syncRevisions reads, plans and writes revisions as a reconcile does.
 func (r *Reconciler) syncRevisions(ctx context.Context, cs *appsv1alpha1.CloneSet) (*revisions, error) {
-	existing, err := r.listRevisions(ctx, cs)
+	existing, err := r.RevisionStore().List(ctx, cs.Namespace, string(cs.UID))
 	if err != nil {
 		return nil, err
 	}

@@ -6,9 +6,9 @@ import (
 	"math/big"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,29 +32,11 @@ type cycle struct {
 // writes yet, and none for a CloneSet that is gone.
 func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle, ctrl.Result, error) {
 	cs := &appsv1alpha1.CloneSet{}
-	if err := r.Get(ctx, req.NamespacedName, cs); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.exec.Expectations.Forget(req.NamespacedName)
-			r.parsed.Delete(req.NamespacedName)
-			deleteGauges(req.Namespace, req.Name)
-		}
-		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
+	read, wait, err := r.Read(ctx, req, cs, func(key types.NamespacedName) { r.parsed.Delete(key) })
+	if read == nil {
+		return nil, wait, err
 	}
-	now := r.Clock.Now()
-
-	// The cache's own pods, not copies: a large CloneSet's reconcile
-	// would otherwise hold a second copy of every pod for as long as it
-	// runs (docs/benchmark.md, Memory). Planning and rendering never
-	// change a pod (TestLifecycleModel checks), and every write the
-	// executor sends goes through a copy.
-	all, err := r.Pods.OwnedPods(ctx, cs.Namespace, string(cs.UID))
-	if err != nil {
-		return nil, ctrl.Result{}, err
-	}
-	if wait, err := r.waitForCache(ctx, cs, all, now); wait > 0 || err != nil {
-		return nil, ctrl.Result{RequeueAfter: wait}, err
-	}
-
+	all, now := read.Pods, read.Now
 	selector, err := metav1.LabelSelectorAsSelector(cs.Spec.Selector)
 	if err != nil {
 		return nil, ctrl.Result{}, err
@@ -64,7 +46,7 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	existing, err := r.listRevisions(ctx, cs)
+	existing, err := r.RevisionStore().List(ctx, cs.Namespace, string(cs.UID))
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
@@ -76,7 +58,7 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	disruptions, err := r.disruptions(ctx, cs, now)
+	disruptions, err := r.Disruptions(ctx, cs, cloneSetKind, now)
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}

@@ -8,7 +8,9 @@ import (
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/cloneset/planner"
+	"github.com/lifeline-k8s/lifeline/internal/phases"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
+	"github.com/lifeline-k8s/lifeline/internal/workloadref"
 )
 
 // step is one reconcile of one CloneSet, the phases internal/phases runs.
@@ -32,16 +34,16 @@ func (s *step) Revisions(ctx context.Context) error {
 	return nil
 }
 
-func (s *step) Plan() error {
+func (s *step) Plan() ([]podlife.Action, error) {
 	if s.c.cs.DeletionTimestamp != nil {
-		return nil
+		return nil, nil
 	}
 	cs, snap := s.c.cs, s.c.snap
 	plan, err := planner.Compute(snap)
 	if err != nil {
 		s.r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "FailedPlan", "Plan", "%v", err)
 		planner.SetFailure(&s.status, appsv1alpha1.CloneSetConditionFailedUpdate, err, snap.Now)
-		return err
+		return nil, err
 	}
 	if len(plan.Held) > 0 {
 		s.r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "DisruptionNotAllowed", "Disrupt", "%s", podlife.HeldMessage(plan.Held))
@@ -51,36 +53,28 @@ func (s *step) Plan() error {
 			"scaleUp is limited because of scaleStrategy.maxUnavailable, limit: %d", plan.Diffs.ScaleUpLimit)
 	}
 	s.plan = &plan
-	return nil
+	return plan.Actions, nil
 }
 
 func (s *step) WriteStatus(ctx context.Context) error {
-	cs, err := s.r.writeStatus(ctx, s.c.cs, s.status)
-	if err == nil {
-		s.c.cs = cs
-	}
-	return err
+	return phases.WriteStatus(ctx, &s.r.Shell, &s.c.cs, s.status, func(cs *appsv1alpha1.CloneSet) *appsv1alpha1.CloneSetStatus { return &cs.Status })
 }
 
 func (s *step) Execute(ctx context.Context) (time.Duration, error) {
 	if s.plan == nil {
 		return 0, nil
 	}
-	err, stale := s.r.exec.Run(ctx, workload{cs: s.c.cs, revs: s.c.revs, r: s.r}, s.plan.Actions)
+	err, stale := s.r.Exec.Run(ctx, workload{cs: s.c.cs, revs: s.c.revs, r: s.r}, s.plan.Actions)
 	planner.RecordOutcome(&s.status, s.plan.Phase, err, s.c.snap.Now)
-	switch {
-	case err != nil:
-		return 0, err
-	case stale:
-		// The pod's own change brings the CloneSet back; this is the
-		// safety net should that event be coalesced away.
-		return staleRetry, nil
-	}
-	return s.plan.RequeueAfter, nil
+	return phases.Executed(s.plan.RequeueAfter, err, stale)
 }
 
 func (s *step) Tidy(ctx context.Context) (time.Duration, error) {
-	recordGauges(s.c.cs, &s.status)
+	st := &s.status
+	s.r.Counted(s.c.cs, map[string]int32{
+		"desired": workloadref.Replicas(s.c.cs.Spec.Replicas), "current": st.Replicas, "updated": st.UpdatedReplicas, "ready": st.ReadyReplicas,
+		"available": st.AvailableReplicas, "expected_updated": st.ExpectedUpdatedReplicas,
+	})
 	next, err := s.r.tidy(ctx, s.c)
 	var pace podlife.Pace
 	pace.Wake(next)

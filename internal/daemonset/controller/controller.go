@@ -8,36 +8,21 @@ import (
 	"context"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
-	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
-	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 	"github.com/lifeline-k8s/lifeline/internal/phases"
-	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	"github.com/lifeline-k8s/lifeline/internal/podexec"
-	"github.com/lifeline-k8s/lifeline/internal/requeue"
 )
 
 // Options tune the controller.
 type Options struct {
-	// Workers is how many sets reconcile at once.
-	Workers int
-	// ExpectationTimeout bounds how long a write the cache never shows
-	// holds a set back.
-	ExpectationTimeout time.Duration
-	// HookWaitWarning is how long a pod may wait on a lifecycle hook
-	// before a Warning event on its set says so; 0 turns it off.
-	HookWaitWarning time.Duration
+	phases.Options
 	// ReplaceUnavailableAtOnce is OpenKruise v1.9's rule for old pods
 	// that are not available: replaced whatever maxUnavailable says
 	// (openkruise/kruise#1323). Off by default.
@@ -46,24 +31,15 @@ type Options struct {
 
 // Reconciler reconciles Advanced DaemonSets.
 type Reconciler struct {
-	client.Client
-	// APIReader reads around the cache.
-	APIReader client.Reader
-	Recorder  events.EventRecorder
-	Clock     clock.Clock
-	Options   Options
-	// Budgets are the PodUnavailableBudgets a plan consults before it
-	// deletes a pod or updates it in place; nil: none.
-	Budgets *budgetadmission.Guard
-	// Pods lists each set's pods; nil: through the client.
-	Pods ownerindex.PodLister
-
-	exec      *podexec.Executor
-	ownWrites podexec.OwnWrites
+	phases.Shell
+	Options Options
 	// failed backs off the replacement of a node's failed pod, as the
 	// native DaemonSet does (1 s, doubling to 15 min).
 	failed *flowcontrol.Backoff
 }
+
+var metrics = podexec.NewMetrics(podexec.MetricNames{Kind: "daemonset", Title: "Advanced DaemonSet", Counts: "nodes",
+	CountsHelp: "An Advanced DaemonSet's nodes by kind: desired, current, updated, ready, available, misscheduled. updated/desired is the rollout's progress."})
 
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=daemonsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=daemonsets/status,verbs=get;update;patch
@@ -72,42 +48,13 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
-	}
-	if r.Options.Workers == 0 {
-		r.Options.Workers = 3
-	}
-	if r.Options.ExpectationTimeout == 0 {
-		r.Options.ExpectationTimeout = 5 * time.Minute
-	}
-	if r.Pods == nil {
-		r.Pods = ownerindex.ListedPods{Reader: r.Client}
-	}
 	r.failed = flowcontrol.NewBackOff(time.Second, 15*time.Minute)
-	r.exec = &podexec.Executor{
-		Client: r.Client, Live: r.APIReader, Recorder: r.Recorder, Clock: r.Clock, Budgets: r.Budgets, BudgetUser: "daemonset-controller",
-		Expectations: podexec.NewExpectations(r.Options.ExpectationTimeout),
-		Metrics:      podexec.Metrics{Created: podsCreated, Deleted: podsDeleted, Failures: actionFailures, Stale: stalePatches, Durations: stateDuration},
-	}
-	// Pods are matched to their set by the owner's group and kind, so
-	// pods made by OpenKruise up to v1.8 (apps.kruise.io/v1alpha1
-	// references) are seen too (#2517, #2520).
-	owned := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &appsv1beta1.DaemonSet{}, handler.OnlyControllerOwner())
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("advanced-daemonset").
-		For(&appsv1beta1.DaemonSet{}).
-		Watches(&corev1.Pod{}, owned).
-		Watches(&appsv1.ControllerRevision{}, owned).
-		Watches(&policyv1beta1.PodUnavailableBudget{}, phases.WakeNamespace(r.Client, func() client.ObjectList { return &appsv1beta1.DaemonSetList{} })).
+	k := phases.Kind{Name: "advanced-daemonset", For: &appsv1beta1.DaemonSet{}, BudgetUser: "daemonset-controller", Metrics: metrics,
+		NewList: func() client.ObjectList { return &appsv1beta1.DaemonSetList{} }}
+	return r.Setup(mgr, k, &r.Options.Options).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allSets), builder.WithPredicates(nodeChanges())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Workers, RateLimiter: requeue.RateLimiter()}).
 		Complete(r)
 }
-
-// staleRetry is when a set whose pod changed under a write is planned
-// again at the latest.
-const staleRetry = time.Second
 
 // Reconcile moves one set one step towards its spec: it reads a snapshot
 // (once the cache shows our own writes) and, for a set that selects pods,
@@ -134,11 +81,4 @@ func (r *Reconciler) failedBackoff(set *appsv1beta1.DaemonSet, node string, now 
 	}
 	r.failed.Next(key, now)
 	return 0
-}
-
-func historyLimit(set *appsv1beta1.DaemonSet) int {
-	if set.Spec.RevisionHistoryLimit != nil && *set.Spec.RevisionHistoryLimit >= 0 {
-		return int(*set.Spec.RevisionHistoryLimit)
-	}
-	return 10
 }

@@ -6,14 +6,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/daemonset/planner"
-	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	"github.com/lifeline-k8s/lifeline/internal/revision"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
@@ -28,40 +25,22 @@ type cycle struct {
 	revs   revision.Revisions
 }
 
-func (r *Reconciler) revisionStore() revision.Store {
-	return revision.Store{Client: r.Client, Live: r.APIReader}
-}
-
 // readSnapshot reads what the planner needs. It returns no cycle, with
 // when to look again, while the cache does not show this controller's own
 // writes yet, and none for a set that is gone.
 func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle, ctrl.Result, error) {
 	set := &appsv1beta1.DaemonSet{}
-	if err := r.Get(ctx, req.NamespacedName, set); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.exec.Expectations.Forget(req.NamespacedName)
-			r.ownWrites.Forget(req.NamespacedName)
-			deleteGauges(req.Namespace, req.Name)
-		}
-		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
+	read, wait, err := r.Read(ctx, req, set, nil)
+	if read == nil {
+		return nil, wait, err
 	}
-	if !r.ownWrites.Seen(req.NamespacedName, set.ResourceVersion) {
-		return nil, ctrl.Result{RequeueAfter: staleRetry}, nil
-	}
-	now := r.Clock.Now()
-	pods, err := r.Pods.OwnedPods(ctx, set.Namespace, string(set.UID))
-	if err != nil {
-		return nil, ctrl.Result{}, err
-	}
-	if wait, err := r.waitForCache(ctx, set, pods, now); wait > 0 || err != nil {
-		return nil, ctrl.Result{RequeueAfter: wait}, err
-	}
+	pods, now := read.Pods, read.Now
 	// The planner only reads the nodes: no copy of every node per reconcile.
 	nodes := &corev1.NodeList{}
 	if err := r.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	existing, err := r.revisionStore().List(ctx, set.Namespace, string(set.UID))
+	existing, err := r.RevisionStore().List(ctx, set.Namespace, string(set.UID))
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
@@ -71,8 +50,7 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	owner := metav1.OwnerReference{APIVersion: kind.GroupVersion().String(), Kind: kind.Kind, Name: set.Name, UID: set.UID}
-	disruptions, err := budgetadmission.ChecksFor(ctx, r.Budgets, r.Client, set.Namespace, owner, now)
+	disruptions, err := r.Disruptions(ctx, set, kind, now)
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
@@ -99,10 +77,4 @@ func hashOf(cr *appsv1.ControllerRevision) string {
 		return h
 	}
 	return podfacts.ShortHash(cr.Name)
-}
-
-// waitForCache waits while the cache does not show this controller's own
-// pod writes (podexec's CacheWait).
-func (r *Reconciler) waitForCache(ctx context.Context, set *appsv1beta1.DaemonSet, pods []*corev1.Pod, now time.Time) (time.Duration, error) {
-	return r.exec.CacheWait(ctx, set, pods, now, expectationsExpired)
 }

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -10,7 +9,6 @@ import (
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/daemonset/planner"
-	"github.com/lifeline-k8s/lifeline/internal/podexec"
 )
 
 // Progressing is the condition that says whether a set's rollout moves
@@ -18,9 +16,14 @@ import (
 // rollout is stuck.
 const Progressing appsv1.DaemonSetConditionType = "Progressing"
 
-// writeStatus writes the status if it changed (podexec.WriteStatus).
-func (r *Reconciler) writeStatus(ctx context.Context, set *appsv1beta1.DaemonSet, status appsv1beta1.DaemonSetStatus) (*appsv1beta1.DaemonSet, error) {
-	return podexec.WriteStatus(ctx, r.Client, &r.ownWrites, set, status, func(s *appsv1beta1.DaemonSet) *appsv1beta1.DaemonSetStatus { return &s.Status })
+func statusOf(set *appsv1beta1.DaemonSet) *appsv1beta1.DaemonSetStatus { return &set.Status }
+
+// counts are what the nodes gauge counts.
+func counts(st *appsv1beta1.DaemonSetStatus) map[string]int32 {
+	return map[string]int32{
+		"desired": st.DesiredNumberScheduled, "current": st.CurrentNumberScheduled, "updated": st.UpdatedNumberScheduled,
+		"ready": st.NumberReady, "available": st.NumberAvailable, "misscheduled": st.NumberMisscheduled,
+	}
 }
 
 // setProgressing says whether the rollout moves: False when it waits for

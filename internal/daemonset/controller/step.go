@@ -9,6 +9,7 @@ import (
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/daemonset/planner"
+	"github.com/lifeline-k8s/lifeline/internal/phases"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
 )
 
@@ -22,7 +23,7 @@ type step struct {
 }
 
 func (s *step) Revisions(ctx context.Context) error {
-	if err := s.r.revisionStore().Write(ctx, s.c.source, &s.c.revs); err != nil {
+	if err := s.r.RevisionStore().Write(ctx, s.c.source, &s.c.revs); err != nil {
 		return err
 	}
 	s.c.useRevisions()
@@ -32,7 +33,7 @@ func (s *step) Revisions(ctx context.Context) error {
 // Plan computes the status from the snapshot and the plan (Progressing
 // says what the plan waits for); a plan that fails leaves the condition
 // as a plan with nothing to do would.
-func (s *step) Plan() error {
+func (s *step) Plan() ([]podlife.Action, error) {
 	plan, err := planner.Compute(s.c.snap)
 	if err == nil {
 		s.plan = plan
@@ -54,32 +55,19 @@ func (s *step) Plan() error {
 	}
 	s.status.Conditions = append([]appsv1.DaemonSetCondition(nil), s.c.set.Status.Conditions...)
 	setProgressing(&s.status, s.plan, s.c.snap.Now)
-	return err
+	return s.plan.Actions, err
 }
 
 func (s *step) WriteStatus(ctx context.Context) error {
-	set, err := s.r.writeStatus(ctx, s.c.set, s.status)
-	if err == nil {
-		s.c.set = set
-	}
-	return err
+	return phases.WriteStatus(ctx, &s.r.Shell, &s.c.set, s.status, statusOf)
 }
 
 func (s *step) Execute(ctx context.Context) (time.Duration, error) {
-	err, stale := s.r.exec.Run(ctx, workload{set: s.c.set, templates: s.c.snap.Templates, now: s.c.snap.Now}, s.plan.Actions)
-	switch {
-	case err != nil:
-		return 0, err
-	case stale:
-		return staleRetry, nil
-	}
-	return s.plan.RequeueAfter, nil
+	err, stale := s.r.Exec.Run(ctx, workload{set: s.c.set, templates: s.c.snap.Templates, now: s.c.snap.Now}, s.plan.Actions)
+	return phases.Executed(s.plan.RequeueAfter, err, stale)
 }
 
 func (s *step) Tidy(ctx context.Context) (time.Duration, error) {
-	recordGauges(s.c.set, &s.status)
-	if err := s.r.revisionStore().Truncate(ctx, &s.c.revs, s.c.snap.Pods, historyLimit(s.c.set)); err != nil {
-		return 0, err
-	}
-	return s.r.exec.WarnHookWaits(s.c.set, s.c.snap.Pods, s.r.Options.HookWaitWarning, s.c.snap.Now), nil
+	s.r.Counted(s.c.set, counts(&s.status))
+	return s.r.Tidy(ctx, s.c.set, &s.c.revs, s.c.snap.Pods, phases.HistoryLimit(s.c.set.Spec.RevisionHistoryLimit, 10), s.c.snap.Now)
 }

@@ -6,7 +6,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/storage/names"
 	daemonutil "k8s.io/kubernetes/pkg/controller/daemon/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,7 +15,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/daemonset/planner"
 	"github.com/lifeline-k8s/lifeline/internal/podexec"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
-	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
+	"github.com/lifeline-k8s/lifeline/internal/workloadspec"
 )
 
 // workload is a set as the shared executor needs it: the object its
@@ -48,35 +47,20 @@ func (w workload) NewPod(a podlife.CreatePod) (*corev1.Pod, []*corev1.Persistent
 // a hook marks pods NotReady, the InPlaceUpdateReady gate when the set
 // updates in place.
 func NewPod(set *appsv1beta1.DaemonSet, tmpl *corev1.PodTemplateSpec, hash, node string, state pub.LifecycleStateType, now time.Time) *corev1.Pod {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: set.Namespace, Name: names.SimpleNameGenerator.GenerateName(set.Name + "-"),
-			Labels: map[string]string{}, Annotations: map[string]string{},
-			Finalizers:      append([]string(nil), tmpl.Finalizers...),
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, kind)},
-		},
-		Spec: *tmpl.Spec.DeepCopy(),
-	}
-	for k, v := range tmpl.Labels {
-		pod.Labels[k] = v
-	}
-	for k, v := range tmpl.Annotations {
-		pod.Annotations[k] = v
-	}
-	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = hash
+	labels := map[string]string{appsv1.ControllerRevisionHashLabelKey: hash}
 	if gen := set.Annotations[planner.TemplateGenerationAnnotation]; gen != "" {
-		pod.Labels[planner.TemplateGenerationLabel] = gen
+		labels[planner.TemplateGenerationLabel] = gen
 	}
-	pod.Labels[pub.LifecycleStateKey] = string(state)
-	pod.Annotations[pub.LifecycleTimestampKey] = podlife.Timestamp(now)
+	var gates []corev1.PodConditionType
+	if podlife.MarksPodNotReady(set.Spec.Lifecycle) {
+		gates = append(gates, pub.KruisePodReadyConditionType)
+	}
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Type == appsv1beta1.InplaceRollingUpdateType {
+		gates = append(gates, pub.InPlaceUpdateReady)
+	}
+	pod := workloadspec.NewPod{Owner: set, Kind: kind, Name: names.SimpleNameGenerator.GenerateName(set.Name + "-"),
+		Labels: labels, State: state, Now: now, Gates: gates}.Build(tmpl)
 	daemonutil.AddOrUpdateDaemonPodTolerations(&pod.Spec)
 	pod.Spec.Affinity = daemonutil.ReplaceDaemonSetPodNodeNameNodeAffinity(pod.Spec.Affinity, node)
-	if podlife.MarksPodNotReady(set.Spec.Lifecycle) && !podfacts.HasReadinessGate(pod, pub.KruisePodReadyConditionType) {
-		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType})
-	}
-	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Type == appsv1beta1.InplaceRollingUpdateType &&
-		!podfacts.HasReadinessGate(pod, pub.InPlaceUpdateReady) {
-		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.InPlaceUpdateReady})
-	}
 	return pod
 }

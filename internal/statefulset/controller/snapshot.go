@@ -2,11 +2,9 @@ package controller
 
 import (
 	"context"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,7 +12,6 @@ import (
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
-	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	"github.com/lifeline-k8s/lifeline/internal/revision"
 	"github.com/lifeline-k8s/lifeline/internal/statefulset/planner"
 )
@@ -30,35 +27,16 @@ type cycle struct {
 	selector string
 }
 
-func (r *Reconciler) revisionStore() revision.Store {
-	return revision.Store{Client: r.Client, Live: r.APIReader}
-}
-
 // readSnapshot reads what the planner needs. It returns no cycle, with
 // when to look again, while the cache does not show this controller's own
 // writes yet, and none for a set that is gone.
 func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle, ctrl.Result, error) {
 	set := &appsv1beta1.StatefulSet{}
-	if err := r.Get(ctx, req.NamespacedName, set); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.exec.Expectations.Forget(req.NamespacedName)
-			r.ownWrites.Forget(req.NamespacedName)
-			deleteGauges(req.Namespace, req.Name)
-		}
-		return nil, ctrl.Result{}, client.IgnoreNotFound(err)
+	read, wait, err := r.Read(ctx, req, set, nil)
+	if read == nil {
+		return nil, wait, err
 	}
-	if !r.ownWrites.Seen(req.NamespacedName, set.ResourceVersion) {
-		// Its event brings the set back once the cache shows our write.
-		return nil, ctrl.Result{RequeueAfter: staleRetry}, nil
-	}
-	now := r.Clock.Now()
-	pods, err := r.Pods.OwnedPods(ctx, set.Namespace, string(set.UID))
-	if err != nil {
-		return nil, ctrl.Result{}, err
-	}
-	if wait, err := r.waitForCache(ctx, set, pods, now); wait > 0 || err != nil {
-		return nil, ctrl.Result{RequeueAfter: wait}, err
-	}
+	pods, now := read.Pods, read.Now
 	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
 	if err != nil {
 		return nil, ctrl.Result{}, err
@@ -71,7 +49,7 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	existing, err := r.revisionStore().List(ctx, set.Namespace, string(set.UID))
+	existing, err := r.RevisionStore().List(ctx, set.Namespace, string(set.UID))
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
@@ -81,8 +59,7 @@ func (r *Reconciler) readSnapshot(ctx context.Context, req ctrl.Request) (*cycle
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	owner := metav1.OwnerReference{APIVersion: kind.GroupVersion().String(), Kind: kind.Kind, Name: set.Name, UID: set.UID}
-	disruptions, err := budgetadmission.ChecksFor(ctx, r.Budgets, r.Client, set.Namespace, owner, now)
+	disruptions, err := r.Disruptions(ctx, set, kind, now)
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
@@ -144,10 +121,4 @@ func (r *Reconciler) claims(ctx context.Context, set *appsv1beta1.StatefulSet) (
 		out[list.Items[i].Name] = &list.Items[i]
 	}
 	return out, nil
-}
-
-// waitForCache waits while the cache does not show this controller's own
-// pod writes (podexec's CacheWait).
-func (r *Reconciler) waitForCache(ctx context.Context, set *appsv1beta1.StatefulSet, pods []*corev1.Pod, now time.Time) (time.Duration, error) {
-	return r.exec.CacheWait(ctx, set, pods, now, expectationsExpired)
 }

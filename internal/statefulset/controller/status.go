@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -9,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
-	"github.com/lifeline-k8s/lifeline/internal/podexec"
 	"github.com/lifeline-k8s/lifeline/internal/statefulset/planner"
 	"github.com/lifeline-k8s/lifeline/internal/workloadref"
 )
@@ -19,9 +17,14 @@ import (
 // rollout is stuck.
 const Progressing appsv1.StatefulSetConditionType = "Progressing"
 
-// writeStatus writes the status if it changed (podexec.WriteStatus).
-func (r *Reconciler) writeStatus(ctx context.Context, set *appsv1beta1.StatefulSet, status appsv1beta1.StatefulSetStatus) (*appsv1beta1.StatefulSet, error) {
-	return podexec.WriteStatus(ctx, r.Client, &r.ownWrites, set, status, func(s *appsv1beta1.StatefulSet) *appsv1beta1.StatefulSetStatus { return &s.Status })
+func statusOf(set *appsv1beta1.StatefulSet) *appsv1beta1.StatefulSetStatus { return &set.Status }
+
+// counts are what the replicas gauge counts.
+func counts(set *appsv1beta1.StatefulSet, st *appsv1beta1.StatefulSetStatus) map[string]int32 {
+	return map[string]int32{
+		"desired": workloadref.Replicas(set.Spec.Replicas), "current": st.Replicas, "updated": st.UpdatedReplicas,
+		"ready": st.ReadyReplicas, "available": st.AvailableReplicas,
+	}
 }
 
 // setProgressing says whether the rollout moves: False when it waits for

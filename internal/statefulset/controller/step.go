@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	"github.com/lifeline-k8s/lifeline/internal/phases"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
 	"github.com/lifeline-k8s/lifeline/internal/statefulset/planner"
 )
@@ -22,7 +23,7 @@ type step struct {
 }
 
 func (s *step) Revisions(ctx context.Context) error {
-	if err := s.r.revisionStore().Write(ctx, s.c.source, &s.c.revs); err != nil {
+	if err := s.r.RevisionStore().Write(ctx, s.c.source, &s.c.revs); err != nil {
 		return err
 	}
 	s.c.useRevisions()
@@ -31,9 +32,9 @@ func (s *step) Revisions(ctx context.Context) error {
 
 // Plan computes the status counting the pods the step will create
 // (Pending, at their revisions), as OpenKruise and Kubernetes count them
-// once made: the status goes before the step, and counting them here
-// saves a second write per created pod once the cache shows it.
-func (s *step) Plan() error {
+// once made: counting them here saves a second status write per created
+// pod once the cache shows it.
+func (s *step) Plan() ([]podlife.Action, error) {
 	now := s.c.snap.Now
 	plan, err := planner.Compute(s.c.snap)
 	snap := s.c.snap
@@ -45,29 +46,25 @@ func (s *step) Plan() error {
 	if err != nil {
 		s.r.Recorder.Eventf(s.c.set, nil, corev1.EventTypeWarning, "FailedPlan", "Plan", "%v", err)
 		setCondition(&s.status, appsv1beta1.FailedUpdatePod, corev1.ConditionTrue, "FailedPlan", err.Error(), now)
-		return err
+		return nil, err
 	}
 	if len(plan.Held) > 0 {
 		s.r.Recorder.Eventf(s.c.set, nil, corev1.EventTypeWarning, "DisruptionNotAllowed", "Disrupt", "%s", podlife.HeldMessage(plan.Held))
 	}
 	setProgressing(&s.status, s.c.set, plan, now)
 	s.plan = plan
-	return nil
+	return plan.Actions, nil
 }
 
 func (s *step) WriteStatus(ctx context.Context) error {
-	set, err := s.r.writeStatus(ctx, s.c.set, s.status)
-	if err == nil {
-		s.c.set = set
-	}
-	return err
+	return phases.WriteStatus(ctx, &s.r.Shell, &s.c.set, s.status, statusOf)
 }
 
 // Execute records a failure in FailedCreatePod (scaling) or
 // FailedUpdatePod, and clears it once a step's actions all succeed.
 func (s *step) Execute(ctx context.Context) (time.Duration, error) {
 	now := s.c.snap.Now
-	err, stale := s.r.exec.Run(ctx, workload{set: s.c.set, revs: &s.c.revs, templates: s.c.snap.Templates, now: now}, s.plan.Actions)
+	err, stale := s.r.Exec.Run(ctx, workload{set: s.c.set, revs: &s.c.revs, templates: s.c.snap.Templates, now: now}, s.plan.Actions)
 	failed := appsv1beta1.FailedUpdatePod
 	if s.plan.Phase == planner.PhaseScale {
 		failed = appsv1beta1.FailedCreatePod
@@ -75,20 +72,13 @@ func (s *step) Execute(ctx context.Context) (time.Duration, error) {
 	switch {
 	case err != nil:
 		setCondition(&s.status, failed, corev1.ConditionTrue, "Failed"+string(s.plan.Phase), err.Error(), now)
-		return 0, err
 	case len(s.plan.Actions) > 0:
 		removeCondition(&s.status, failed)
 	}
-	if stale {
-		return staleRetry, nil
-	}
-	return s.plan.RequeueAfter, nil
+	return phases.Executed(s.plan.RequeueAfter, err, stale)
 }
 
 func (s *step) Tidy(ctx context.Context) (time.Duration, error) {
-	recordGauges(s.c.set, &s.status)
-	if err := s.r.revisionStore().Truncate(ctx, &s.c.revs, s.c.snap.Pods, historyLimit(s.c.set)); err != nil {
-		return 0, err
-	}
-	return s.r.exec.WarnHookWaits(s.c.set, s.c.snap.Pods, s.r.Options.HookWaitWarning, s.c.snap.Now), nil
+	s.r.Counted(s.c.set, counts(s.c.set, &s.status))
+	return s.r.Tidy(ctx, s.c.set, &s.c.revs, s.c.snap.Pods, phases.HistoryLimit(s.c.set.Spec.RevisionHistoryLimit, 10), s.c.snap.Now)
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/revision"
 	"github.com/lifeline-k8s/lifeline/internal/statefulset/planner"
 	"github.com/lifeline-k8s/lifeline/internal/workloadspec"
-	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
 
 // The identity labels a set's pods carry, as a StatefulSet's.
@@ -58,30 +57,14 @@ func (w workload) NewPod(a podlife.CreatePod) (*corev1.Pod, []*corev1.Persistent
 // claim, in place of a template volume of the same name.
 func NewPod(set *appsv1beta1.StatefulSet, tmpl *corev1.PodTemplateSpec, rev string, ord int, state pub.LifecycleStateType, now time.Time) *corev1.Pod {
 	name := planner.PodName(set.Name, ord)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: set.Namespace, Name: name,
-			Labels: map[string]string{}, Annotations: map[string]string{},
-			Finalizers:      append([]string(nil), tmpl.Finalizers...),
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, kind)},
-		},
-		Spec: *tmpl.Spec.DeepCopy(),
+	var gates []corev1.PodConditionType
+	if podlife.MarksPodNotReady(set.Spec.Lifecycle) {
+		gates = append(gates, pub.KruisePodReadyConditionType)
 	}
-	for k, v := range tmpl.Labels {
-		pod.Labels[k] = v
-	}
-	for k, v := range tmpl.Annotations {
-		pod.Annotations[k] = v
-	}
-	pod.Labels[PodNameLabel] = name
-	pod.Labels[PodIndexLabel] = strconv.Itoa(ord)
-	pod.Labels[appsv1.ControllerRevisionHashLabelKey] = rev
-	pod.Labels[pub.LifecycleStateKey] = string(state)
-	pod.Annotations[pub.LifecycleTimestampKey] = podlife.Timestamp(now)
+	pod := workloadspec.NewPod{Owner: set, Kind: kind, Name: name, State: state, Now: now, Gates: gates, Labels: map[string]string{
+		PodNameLabel: name, PodIndexLabel: strconv.Itoa(ord), appsv1.ControllerRevisionHashLabelKey: rev,
+	}}.Build(tmpl)
 	pod.Spec.Hostname, pod.Spec.Subdomain = name, set.Spec.ServiceName
-	if podlife.MarksPodNotReady(set.Spec.Lifecycle) && !podfacts.HasReadinessGate(pod, pub.KruisePodReadyConditionType) {
-		pod.Spec.ReadinessGates = append(pod.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: pub.KruisePodReadyConditionType})
-	}
 	pod.Spec.Volumes = workloadspec.ClaimVolumes(pod.Spec.Volumes, set.Spec.VolumeClaimTemplates,
 		func(vct string) string { return planner.ClaimName(vct, set.Name, ord) })
 	return pod
@@ -92,24 +75,10 @@ func NewPod(set *appsv1beta1.StatefulSet, tmpl *corev1.PodTemplateSpec, rev stri
 // With whenDeleted: Delete they are owned by the set, so they go with it;
 // otherwise nothing owns them and they stay, as a StatefulSet's do.
 func NewClaims(set *appsv1beta1.StatefulSet, ord int) []*corev1.PersistentVolumeClaim {
-	var out []*corev1.PersistentVolumeClaim
-	for _, vct := range set.Spec.VolumeClaimTemplates {
-		pvc := vct.DeepCopy()
-		pvc.Name = planner.ClaimName(vct.Name, set.Name, ord)
-		pvc.Namespace = set.Namespace
-		pvc.ResourceVersion, pvc.UID = "", ""
-		if pvc.Labels == nil {
-			pvc.Labels = map[string]string{}
-		}
-		if set.Spec.Selector != nil {
-			for k, v := range set.Spec.Selector.MatchLabels {
-				pvc.Labels[k] = v
-			}
-		}
-		if rp := set.Spec.PersistentVolumeClaimRetentionPolicy; rp != nil && rp.WhenDeleted == appsv1beta1.DeletePersistentVolumeClaimRetentionPolicyType {
-			pvc.OwnerReferences = append(pvc.OwnerReferences, metav1.OwnerReference{APIVersion: kind.GroupVersion().String(), Kind: kind.Kind, Name: set.Name, UID: set.UID})
-		}
-		out = append(out, pvc)
+	var owner *metav1.OwnerReference
+	if rp := set.Spec.PersistentVolumeClaimRetentionPolicy; rp != nil && rp.WhenDeleted == appsv1beta1.DeletePersistentVolumeClaimRetentionPolicyType {
+		owner = &metav1.OwnerReference{APIVersion: kind.GroupVersion().String(), Kind: kind.Kind, Name: set.Name, UID: set.UID}
 	}
-	return out
+	return workloadspec.NewClaims(set.Namespace, set.Spec.VolumeClaimTemplates, set.Spec.Selector,
+		func(vct string) string { return planner.ClaimName(vct, set.Name, ord) }, nil, owner)
 }
