@@ -1,7 +1,8 @@
 // Package disruption is where a workload controller asks whether it may
-// take a pod out of service now. The CloneSet planner consults a Check
-// before it deletes a pod or updates it in place; PodUnavailableBudget is
-// the Check that can say no. Checks are pure: they judge from a snapshot
+// take a pod out of service now. Every workload's planner consults a
+// Check (through podlife's Pace) before it deletes a pod or updates it in
+// place; PodUnavailableBudget is the Check that can say no (its tests are
+// podlife's and the budget's: this package holds only the question). Checks are pure: they judge from a snapshot
 // the controller read, so planning stays free of I/O.
 package disruption
 
