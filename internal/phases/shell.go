@@ -102,6 +102,20 @@ func NewExpectations(o Options) *podexec.Expectations {
 // frees up lets held pods go at once, not at the next retry). The kind
 // adds its own watches and completes it.
 func (s *Shell) Setup(mgr ctrl.Manager, k Kind, o *Options) *builder.Builder {
+	s.Init(k, o)
+	owned := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.For, handler.OnlyControllerOwner())
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(k.Name).
+		For(k.For).
+		Watches(&corev1.Pod{}, owned).
+		Watches(&appsv1.ControllerRevision{}, owned).
+		Watches(&policyv1beta1.PodUnavailableBudget{}, WakeNamespace(s.Client, k.NewList)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, RateLimiter: requeue.RateLimiter()})
+}
+
+// Init fills in the shell's defaults and its executor: Setup's part that
+// needs no manager, which unit tests call.
+func (s *Shell) Init(k Kind, o *Options) {
 	if s.Clock == nil {
 		s.Clock = clock.RealClock{}
 	}
@@ -119,14 +133,6 @@ func (s *Shell) Setup(mgr ctrl.Manager, k Kind, o *Options) *builder.Builder {
 		Client: s.Client, Live: s.APIReader, Recorder: s.Recorder, Clock: s.Clock,
 		Budgets: s.Budgets, BudgetUser: k.BudgetUser, Expectations: s.Expectations, Metrics: k.Metrics,
 	}
-	owned := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.For, handler.OnlyControllerOwner())
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(k.Name).
-		For(k.For).
-		Watches(&corev1.Pod{}, owned).
-		Watches(&appsv1.ControllerRevision{}, owned).
-		Watches(&policyv1beta1.PodUnavailableBudget{}, WakeNamespace(s.Client, k.NewList)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, RateLimiter: requeue.RateLimiter()})
 }
 
 // Read is what every kind's snapshot starts from.

@@ -36,10 +36,8 @@ func newShell(t *testing.T, pods podsOf, objs ...client.Object) *Shell {
 	_ = appsv1.AddToScheme(scheme)
 	_ = corev1.AddToScheme(scheme)
 	c := fakeclient.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&appsv1.Deployment{}).Build()
-	s := &Shell{Client: c, APIReader: c, Clock: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)), Pods: pods,
-		Expectations: podexec.NewExpectations(time.Minute)}
-	s.metrics = testMetrics
-	s.Exec = &podexec.Executor{Client: c, Live: c, Clock: s.Clock, Expectations: s.Expectations, Metrics: testMetrics}
+	s := &Shell{Client: c, APIReader: c, Clock: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)), Pods: pods}
+	s.Init(Kind{Name: "test", For: &appsv1.Deployment{}, Metrics: testMetrics}, &Options{})
 	return s
 }
 

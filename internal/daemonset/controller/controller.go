@@ -41,6 +41,10 @@ type Reconciler struct {
 var metrics = podexec.NewMetrics(podexec.MetricNames{Kind: "daemonset", Title: "Advanced DaemonSet", Counts: "nodes",
 	CountsHelp: "An Advanced DaemonSet's nodes by kind: desired, current, updated, ready, available, misscheduled. updated/desired is the rollout's progress."})
 
+// shellKind is what the shell knows of Advanced DaemonSets.
+var shellKind = phases.Kind{Name: "advanced-daemonset", For: &appsv1beta1.DaemonSet{}, BudgetUser: "daemonset-controller", Metrics: metrics,
+	NewList: func() client.ObjectList { return &appsv1beta1.DaemonSetList{} }}
+
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=daemonsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=daemonsets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=daemonsets/finalizers,verbs=update
@@ -49,9 +53,7 @@ var metrics = podexec.NewMetrics(podexec.MetricNames{Kind: "daemonset", Title: "
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.failed = flowcontrol.NewBackOff(time.Second, 15*time.Minute)
-	k := phases.Kind{Name: "advanced-daemonset", For: &appsv1beta1.DaemonSet{}, BudgetUser: "daemonset-controller", Metrics: metrics,
-		NewList: func() client.ObjectList { return &appsv1beta1.DaemonSetList{} }}
-	return r.Setup(mgr, k, &r.Options.Options).
+	return r.Setup(mgr, shellKind, &r.Options.Options).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allSets), builder.WithPredicates(nodeChanges())).
 		Complete(r)
 }

@@ -38,15 +38,17 @@ type Reconciler struct {
 var metrics = podexec.NewMetrics(podexec.MetricNames{Kind: "statefulset", Title: "Advanced StatefulSet", Counts: "replicas",
 	CountsHelp: "An Advanced StatefulSet's pods by kind: desired, current, updated, ready, available. updated/desired is the rollout's progress."})
 
+// shellKind is what the shell knows of Advanced StatefulSets.
+var shellKind = phases.Kind{Name: "advanced-statefulset", For: &appsv1beta1.StatefulSet{}, BudgetUser: "statefulset-controller", Metrics: metrics,
+	NewList: func() client.ObjectList { return &appsv1beta1.StatefulSetList{} }}
+
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=statefulsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=statefulsets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=statefulsets/finalizers,verbs=update
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	k := phases.Kind{Name: "advanced-statefulset", For: &appsv1beta1.StatefulSet{}, BudgetUser: "statefulset-controller", Metrics: metrics,
-		NewList: func() client.ObjectList { return &appsv1beta1.StatefulSetList{} }}
-	return r.Setup(mgr, k, &r.Options.Options).
+	return r.Setup(mgr, shellKind, &r.Options.Options).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.setOfOrphan)).
 		Complete(r)
 }

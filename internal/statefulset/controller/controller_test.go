@@ -1,0 +1,124 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
+	"github.com/lifeline-k8s/lifeline/internal/phases"
+)
+
+// testbed is a Reconciler on a fake client, its shell set up as the
+// manager sets it up.
+func testbed(t *testing.T, objs ...client.Object) (*Reconciler, client.Client) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, appsv1beta1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithStatusSubresource(&appsv1beta1.StatefulSet{}, &corev1.Pod{}).
+		WithIndex(&corev1.Pod{}, ownerindex.Field, ownerindex.ControllerUID).
+		WithIndex(&appsv1.ControllerRevision{}, ownerindex.Field, ownerindex.ControllerUID).Build()
+	r := &Reconciler{Shell: phases.Shell{Client: c, APIReader: c, Recorder: events.NewFakeRecorder(100),
+		Clock: clocktesting.NewFakeClock(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))}}
+	r.Init(shellKind, &r.Options.Options)
+	return r, c
+}
+
+func orderedSet(replicas int32) *appsv1beta1.StatefulSet {
+	set := &appsv1beta1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", UID: "db-uid", Generation: 1}}
+	set.Spec.Replicas = ptr.To(replicas)
+	set.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
+	set.Spec.Template = corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "db:1"}}}}
+	return set
+}
+
+func reconcileOnce(t *testing.T, r *Reconciler) ctrl.Result {
+	t.Helper()
+	res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "db"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func podNames(t *testing.T, c client.Client) []string {
+	t.Helper()
+	list := &corev1.PodList{}
+	if err := c.List(context.Background(), list); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range list.Items {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// OrderedReady through the shared phases, on fakes: one pod at a time,
+// the next only once the one before is Ready, and the status of the step
+// that creates a pod counts it (one status write, not a second one once
+// the cache shows the pod).
+func TestOrderedReadyScaleUp(t *testing.T) {
+	r, c := testbed(t, orderedSet(2))
+	reconcileOnce(t, r)
+	if names := podNames(t, c); len(names) != 1 || names[0] != "db-0" {
+		t.Fatalf("pods after the first step: %v, want db-0 only", names)
+	}
+	set := &appsv1beta1.StatefulSet{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "db"}, set); err != nil {
+		t.Fatal(err)
+	}
+	if set.Status.Replicas != 1 || set.Status.ObservedGeneration != 1 || set.Status.UpdateRevision == "" {
+		t.Errorf("status after the step that created db-0: %+v", set.Status)
+	}
+	written := set.ResourceVersion
+
+	// The API server makes a new pod Pending (the fake client does not):
+	// db-0 not Ready, nothing more, and the status is not written again.
+	pod := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "db-0"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodPending
+	if err := c.Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	reconcileOnce(t, r)
+	if names := podNames(t, c); len(names) != 1 {
+		t.Fatalf("pods while db-0 is not Ready: %v", names)
+	}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "db"}, set); err != nil {
+		t.Fatal(err)
+	}
+	if set.ResourceVersion != written {
+		t.Errorf("status written again with nothing changed: %+v", set.Status)
+	}
+
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := c.Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	reconcileOnce(t, r)
+	if names := podNames(t, c); len(names) != 2 {
+		t.Fatalf("pods once db-0 is Ready: %v, want db-0 and db-1", names)
+	}
+}
