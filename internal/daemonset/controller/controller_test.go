@@ -9,37 +9,22 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
-	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/daemonset/planner"
-	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
-	"github.com/lifeline-k8s/lifeline/internal/phases"
+	"github.com/lifeline-k8s/lifeline/internal/phases/phasestest"
 )
 
 // testbed is a Reconciler on a fake client, its shell set up as the
 // manager sets it up.
 func testbed(t *testing.T, objs ...client.Object) (*Reconciler, client.Client, *events.FakeRecorder) {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, appsv1beta1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
-		WithStatusSubresource(&appsv1beta1.DaemonSet{}, &corev1.Pod{}).
-		WithIndex(&corev1.Pod{}, ownerindex.Field, ownerindex.ControllerUID).
-		WithIndex(&appsv1.ControllerRevision{}, ownerindex.Field, ownerindex.ControllerUID).Build()
-	recorder := events.NewFakeRecorder(100)
-	r := &Reconciler{Shell: phases.Shell{Client: c, APIReader: c, Recorder: recorder,
-		Clock: clocktesting.NewFakeClock(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))}}
+	r := &Reconciler{}
+	c, recorder := phasestest.Fill(t, &r.Shell, &appsv1beta1.DaemonSet{}, objs...)
 	r.failed = flowcontrol.NewBackOff(time.Second, 15*time.Minute)
 	r.Init(shellKind, &r.Options.Options)
 	return r, c, recorder
