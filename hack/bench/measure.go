@@ -102,10 +102,17 @@ func (b *bench) measure(ctx context.Context, s suite, ns string, pods int,
 		if b.kruise != nil || !b.o.verbose {
 			return out
 		}
-		for _, c := range []string{"cloneset", "advanced-statefulset", "advanced-daemonset"} {
-			for _, result := range []string{"success", "error", "requeue", "requeue_after"} {
-				out[c+" "+result] = counter(b.l.MetricsURL, "controller_runtime_reconcile_total", map[string]string{"controller": c, "result": result})
+		families, err := scraper.Families(b.l.MetricsURL)
+		if err != nil {
+			return out
+		}
+		// One scrape, every controller of the manager.
+		for _, m := range families["controller_runtime_reconcile_total"].GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
 			}
+			out[labels["controller"]+" "+labels["result"]] = m.GetCounter().GetValue()
 		}
 		return out
 	}
