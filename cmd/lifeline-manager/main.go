@@ -37,7 +37,6 @@ import (
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=lifeline-system,resources=leases,verbs=create
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=lifeline-system,resources=leases,resourceNames=lifeline-manager.lifeline.dev,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 func main() {
 	if err := run(); err != nil {

@@ -38,6 +38,7 @@ func main() {
 	flag.IntVar(&o.evictions, "budget-evictions", 2000, "pods evicted in each evictions run")
 	flag.IntVar(&o.inFlight, "budget-in-flight", 50, "evictions (and creations) in flight at once")
 	flag.IntVar(&o.ppsRecords, "pps-records", 1000, "records of the PersistentPodState in the pps scenarios, and pods created")
+	flag.IntVar(&o.unmanagedPods, "unmanaged-pods", 20000, "pods of Deployments the unmanaged-memory scenario creates beside the manager")
 	memory := flag.String("memory-pods", "1000,5000,10000,20000", "pod counts the memory scenario scales one CloneSet through, comma-separated")
 	flag.IntVar(&o.conversionReads, "conversion-reads", 1000, "reads of a CloneSet in each version in the conversion scenario")
 	flag.IntVar(&o.realNodes, "real-nodes", 2, "real nodes (kubelet and containerd) for the real-nodes scenario; 0 skips it")
@@ -72,6 +73,7 @@ type options struct {
 	budgetPods, evictions, inFlight int
 	ppsRecords, conversionReads     int
 	memoryPods                      []int
+	unmanagedPods                   int
 	out                             string
 	realNodes, realPods             int
 }

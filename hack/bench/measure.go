@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -38,6 +41,17 @@ type rollout struct {
 	Requests        int     `json:"controller_requests"`
 	Events          int     `json:"controller_events"`
 	PodWritesPerPod float64 `json:"pod_writes_per_pod"`
+	// Writes are every write of the controller's, Events included (the
+	// native controllers' by their service accounts), and WritesPerPod
+	// them per pod of the step.
+	Writes       int     `json:"controller_writes"`
+	WritesPerPod float64 `json:"writes_per_pod"`
+	// WebhookCalls are the API server's admission webhook calls during
+	// the step, whoever's webhook (apiserver_admission_webhook_request_total).
+	WebhookCalls int `json:"webhook_calls"`
+	// PodCreateP50Ms is the API server's latency of the controller's pod
+	// creates.
+	PodCreateP50Ms float64 `json:"pod_create_p50_ms"`
 	// PodWriteP50/P99 are the API server's latency of the controller's
 	// pod writes (creates, updates, patches, deletes, subresources).
 	PodWriteP50Ms float64 `json:"pod_write_p50_ms"`
@@ -96,6 +110,7 @@ func (b *bench) measure(ctx context.Context, s suite, ns string, pods int,
 		readsBefore[source] = reads(source)
 	}
 	webhookBefore := webhook()
+	callsBefore := b.webhookCalls(ctx)
 	// Under -v: the manager's reconciles by controller and result.
 	reconciles := func() map[string]float64 {
 		out := map[string]float64{}
@@ -187,6 +202,11 @@ func (b *bench) measure(ctx context.Context, s suite, ns string, pods int,
 		return r, err
 	}
 	r.Requests, r.Events, r.Binds = a.requests, a.events, a.binds
+	r.Writes, r.PodCreateP50Ms = a.writes, a.podCreateP50
+	if pods > 0 {
+		r.WritesPerPod = float64(a.writes) / float64(pods)
+	}
+	r.WebhookCalls = int(b.webhookCalls(ctx) - callsBefore)
 	if b.o.verbose {
 		for _, k := range slices.Sorted(maps.Keys(a.byKind)) {
 			fmt.Printf("    %6d %s\n", a.byKind[k], k)
@@ -215,6 +235,10 @@ type binds struct {
 // audited is what the audit log says about a step.
 type audited struct {
 	requests, events int
+	// writes are the creates, updates, patches and deletes, Events
+	// included.
+	writes       int
+	podCreateP50 float64
 	// byKind counts the requests by verb, resource and response code,
 	// which -v prints.
 	byKind                   map[string]int
@@ -233,7 +257,7 @@ func readAudit(path string, offset int64, users []string) (audited, error) {
 	for _, u := range users {
 		want[u] = true
 	}
-	var writes, bindLatencies []time.Duration
+	var writes, creates, bindLatencies []time.Duration
 	var first, last time.Time
 	err := cluster.EachAuditEvent(path, offset, func(line []byte) {
 		var event struct {
@@ -267,6 +291,12 @@ func readAudit(path string, offset int64, users []string) (audited, error) {
 		if !want[event.User.Username] {
 			return
 		}
+		if slices.Contains([]string{"create", "update", "patch", "delete", "deletecollection"}, event.Verb) {
+			out.writes++
+		}
+		if event.Verb == "create" && event.ObjectRef.Resource == "pods" && event.ObjectRef.Subresource == "" {
+			creates = append(creates, took)
+		}
 		switch {
 		case event.ObjectRef.Resource == "events":
 			out.events++
@@ -282,6 +312,7 @@ func readAudit(path string, offset int64, users []string) (audited, error) {
 		out.byKind[fmt.Sprintf("%s %s %d", event.Verb, resource, event.ResponseStatus.Code)]++
 	})
 	out.podWriteP50, out.podWriteP99 = percentileMs(writes, 0.5), percentileMs(writes, 0.99)
+	out.podCreateP50 = percentileMs(creates, 0.5)
 	out.binds = binds{Count: len(bindLatencies), P50Ms: percentileMs(bindLatencies, 0.5), P99Ms: percentileMs(bindLatencies, 0.99)}
 	if span := last.Sub(first).Seconds(); span > 0 {
 		out.binds.PerSec = float64(len(bindLatencies)) / span
@@ -308,3 +339,22 @@ func fileSize(path string) int64 {
 
 // cpuSeconds and rssBytes read a process's CPU time and RSS from /proc.
 var cpuSeconds, rssBytes = cluster.CPUSeconds, cluster.RSSBytes
+
+// webhookCalls is the API server's count of admission webhook calls so
+// far, every webhook's; 0 when its metrics cannot be read.
+func (b *bench) webhookCalls(ctx context.Context) float64 {
+	raw, err := b.client.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		return 0
+	}
+	sum := 0.0
+	for _, m := range families["apiserver_admission_webhook_request_total"].GetMetric() {
+		sum += m.GetCounter().GetValue()
+	}
+	return sum
+}

@@ -69,6 +69,8 @@ func allScenarios() []scenario {
 			func(ctx context.Context, b *bench) error { return b.realNodesBench(ctx) }},
 		scenario{"memory", "the manager's memory as one CloneSet grows", lifelineInstant,
 			func(ctx context.Context, b *bench) error { return b.memoryBench(ctx, b.o.memoryPods) }},
+		scenario{"unmanaged-memory", "the manager's memory beside 20,000 pods of Deployments it does not manage", lifelineInstant,
+			func(ctx context.Context, b *bench) error { return b.unmanagedBench(ctx, b.o.unmanagedPods) }},
 		scenario{"openkruise-evictions", "evictions under OpenKruise's PodUnavailableBudget", kruiseInstant,
 			func(ctx context.Context, b *bench) error { return b.evictionBench(ctx, "OpenKruise") }},
 		scenario{"openkruise-pps", "pod creation under OpenKruise's PersistentPodState", kruiseInstant,

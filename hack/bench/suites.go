@@ -25,7 +25,21 @@ type suite struct {
 	// narrow: a rollout bound by the kubelets' latency, not by the client
 	// rate limit: narrowPods pods, narrowWindow at a time.
 	narrow bool
+	// many: manySets workloads of manyPods pods in one namespace, the
+	// first manyBudgets of them under a budget (a PodDisruptionBudget for
+	// the native kinds, a PodUnavailableBudget for Lifeline's).
+	many bool
 }
+
+// The many-small-workloads shape of issue 43: where the per-workload
+// writes (status, budgets, Events) weigh more per pod than in one large
+// workload.
+const (
+	manySets    = 50
+	manyPods    = 20
+	manyDown    = 10
+	manyBudgets = 20
+)
 
 // The narrow rollouts: 10 pods in flight need 20–30 requests a second, half
 // the client QPS, so each pod's own latency (a start against a restart)
@@ -69,6 +83,9 @@ func (s suite) label() string {
 	if s.narrow {
 		how = append(how, fmt.Sprintf("%d pods, %d at a time", narrowPods, narrowWindow))
 	}
+	if s.many {
+		how = append(how, fmt.Sprintf("%d × %d pods, %d budgets", manySets, manyPods, manyBudgets))
+	}
 	if len(how) > 0 {
 		l += " (" + strings.Join(how, ", ") + ")"
 	}
@@ -81,11 +98,15 @@ var groups = []struct{ name, anchor, about string }{
 	{"instant", "deployment", "instant kubelets"},
 	{"realistic", "realistic-deployment", "realistic kubelets"},
 	{"realistic-narrow", "realistic-deployment-narrow", fmt.Sprintf("realistic kubelets, %d at a time", narrowWindow)},
+	{"instant-many", "many-deployment", fmt.Sprintf("instant kubelets, %d workloads of %d pods, %d under a budget", manySets, manyPods, manyBudgets)},
 }
 
 func (s suite) group() string {
-	if s.narrow {
+	switch {
+	case s.narrow:
 		return string(s.profile) + "-narrow"
+	case s.many:
+		return string(s.profile) + "-many"
 	}
 	return string(s.profile)
 }
@@ -111,6 +132,11 @@ func (s suite) users() []string {
 	switch {
 	case s.implementation == "OpenKruise":
 		return []string{cluster.KruiseUser}
+	case s.workload == "Deployment" && s.many:
+		// The disruption controller keeps the budgets' status, as
+		// Lifeline's manager keeps its budgets'.
+		return []string{"system:serviceaccount:kube-system:deployment-controller", "system:serviceaccount:kube-system:replicaset-controller",
+			"system:serviceaccount:kube-system:disruption-controller"}
 	case s.workload == "Deployment":
 		return []string{"system:serviceaccount:kube-system:deployment-controller", "system:serviceaccount:kube-system:replicaset-controller"}
 	case s.workload == "StatefulSet":
@@ -149,6 +175,7 @@ var suites = func() []suite {
 	noWebhook := func(s suite) suite { s.noWebhook = true; return s }
 	narrow := func(s suite) suite { s.narrow = true; return s }
 	ordered := func(s suite) suite { s.ordered = true; return s }
+	many := func(s suite) suite { s.many = true; return s }
 	return []suite{
 		k("deployment", "Deployment", i),
 		k("statefulset", "StatefulSet", i),
@@ -180,6 +207,9 @@ var suites = func() []suite {
 		narrow(c("realistic-openkruise-cloneset-inplace-narrow", "OpenKruise", true, false, r)),
 		c("openkruise-cloneset", "OpenKruise", false, false, i),
 		c("openkruise-cloneset-inplace", "OpenKruise", true, false, i),
+		many(k("many-deployment", "Deployment", i)),
+		many(c("many-cloneset", "Lifeline", false, false, i)),
+		many(c("many-cloneset-inplace", "Lifeline", true, false, i)),
 	}
 }()
 
@@ -200,23 +230,54 @@ func (b *bench) runSuite(ctx context.Context, s suite) error {
 	if err != nil {
 		return err
 	}
-	w := workload{suite: s, ns: ns}
+	ws := []workload{{suite: s, ns: ns}}
 	pods, down := int32(b.o.pods), int32(b.o.down)
-	if s.narrow {
+	switch {
+	case s.narrow:
 		pods, down = narrowPods, min(down, narrowPods/2)
+	case s.many:
+		pods, down = manyPods, manyDown
+		ws = ws[:0]
+		for i := range manySets {
+			ws = append(ws, workload{suite: s, ns: ns, name: fmt.Sprintf("bench-%02d", i)})
+		}
+		if err := b.budgets(ctx, ws[:manyBudgets]); err != nil {
+			return err
+		}
 	}
+	each := func(f func(workload) error) func(context.Context) error {
+		return func(context.Context) error {
+			for _, w := range ws {
+				if err := f(w); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	sets := int32(len(ws))
 	for _, st := range []struct {
 		step, about string
 		change      func(context.Context) error
 		replicas    int32
 		pods        int
 	}{
-		{stepUp, fmt.Sprintf("0→%d", pods), func(ctx context.Context) error { return w.create(ctx, b.k8s, pods) }, pods, int(pods)},
-		{stepUpdate, fmt.Sprintf("of %d, maxUnavailable %s", pods, ptr.To(w.maxUnavailable()).String()), func(ctx context.Context) error { return w.setImage(ctx, b.k8s, "nginx:1.28") }, pods, int(pods)},
-		{stepDown, fmt.Sprintf("%d→%d", pods, down), func(ctx context.Context) error { return w.scale(ctx, b.k8s, down) }, down, int(pods - down)},
+		{stepUp, fmt.Sprintf("0→%d", pods), each(func(w workload) error { return w.create(ctx, b.k8s, pods) }), pods, int(sets * pods)},
+		{stepUpdate, fmt.Sprintf("of %d, maxUnavailable %s", pods, ptr.To(ws[0].maxUnavailable()).String()), each(func(w workload) error { return w.setImage(ctx, b.k8s, "nginx:1.28") }), pods, int(sets * pods)},
+		{stepDown, fmt.Sprintf("%d→%d", pods, down), each(func(w workload) error { return w.scale(ctx, b.k8s, down) }), down, int(sets * (pods - down))},
 	} {
+		if s.many {
+			st.about = fmt.Sprintf("%d × %s", sets, st.about)
+		}
 		fmt.Printf("%s: %s %s\n", s.label(), st.step, st.about)
-		r, err := b.measure(ctx, s, ns, st.pods, st.change, func(ctx context.Context) (bool, error) { return w.settled(ctx, b.k8s, st.replicas) })
+		r, err := b.measure(ctx, s, ns, st.pods, st.change, func(ctx context.Context) (bool, error) {
+			for _, w := range ws {
+				if ok, err := w.settled(ctx, b.k8s, st.replicas); !ok || err != nil {
+					return false, err
+				}
+			}
+			return true, nil
+		})
 		if err != nil {
 			return fmt.Errorf("%s: %w", st.step, err)
 		}

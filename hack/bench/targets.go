@@ -97,7 +97,52 @@ func targets(r *report) []target {
 		ratio(fmt.Sprintf("advanced-daemonset ≤ the DaemonSet's pod writes, %s", step), val(a, writes), val(n, writes), 1, true, "writes/pod")
 		ratio(fmt.Sprintf("advanced-daemonset ≤ the DaemonSet's controller requests, %s", step), val(a, requests), val(n, requests), 1, true, "requests")
 	}
+	out = append(out, nativeCostTargets(r)...)
+	return append(out, unmanagedTargets(r)...)
+}
+
+// nativeCostTargets are issue 43's: Events, writes per pod (Events
+// included), pod creates and binds at the native controllers' level.
+func nativeCostTargets(r *report) []target {
+	var out []target
+	twins := [][2]string{{"cloneset", "deployment"}, {"cloneset-inplace", "deployment"}, {"advanced-statefulset", "statefulset"},
+		{"advanced-statefulset-ordered", "statefulset-ordered"}, {"advanced-daemonset", "daemonset"},
+		{"many-cloneset", "many-deployment"}, {"many-cloneset-inplace", "many-deployment"}}
+	for _, p := range twins {
+		for _, step := range []string{stepUp, stepUpdate, stepDown} {
+			a, n := r.find(p[0], step), r.find(p[1], step)
+			name := fmt.Sprintf("%s Events ≤ 1.5× %s's + 10, %s", p[0], p[1], step)
+			if a == nil || n == nil {
+				out = append(out, target{Name: name, NotMeasured: true})
+				continue
+			}
+			limit := 1.5*float64(n.Events) + 10
+			out = append(out, target{Name: name, Figure: fmt.Sprintf("%d vs %d (limit %.0f)", a.Events, n.Events, limit), Met: float64(a.Events) <= limit})
+			out = append(out, ratioTarget(fmt.Sprintf("%s writes/pod, Events included, ≤ 1.1× %s's, %s", p[0], p[1], step), a.WritesPerPod, n.WritesPerPod, 1.1, "writes/pod"))
+		}
+	}
+	c, d := r.find("cloneset", stepUp), r.find("deployment", stepUp)
+	if c != nil && d != nil {
+		out = append(out, ratioTarget("API-server pod create p50 ≤ 1.2× the Deployment's, scale-up", c.PodCreateP50Ms, d.PodCreateP50Ms, 1.2, "ms"))
+	}
+	for _, step := range []string{stepUp, stepUpdate} {
+		c, d := r.find("cloneset", step), r.find("deployment", step)
+		if c == nil || d == nil {
+			continue
+		}
+		out = append(out, ratioTarget("CloneSet binds ≤ 1.2× the Deployment's, p50, "+step, c.Binds.P50Ms, d.Binds.P50Ms, 1.2, "ms"),
+			ratioTarget("CloneSet binds ≤ 1.2× the Deployment's, p99, "+step, c.Binds.P99Ms, d.Binds.P99Ms, 1.2, "ms"))
+	}
 	return out
+}
+
+// ratioTarget: a at most limit times b, decided on the ratio as printed.
+func ratioTarget(name string, a, b, limit float64, unit string) target {
+	if a == 0 || b == 0 {
+		return target{Name: name, NotMeasured: true}
+	}
+	x := a / b
+	return target{Name: name, Figure: fmt.Sprintf("%.2f× (%.2f vs %.2f %s)", x, a, b, unit), Met: math.Round(x*100)/100 <= limit}
 }
 
 // memoryTargets: peak RSS under 300 MiB at 10,000 pods, and heap per pod

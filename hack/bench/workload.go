@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,6 +14,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 )
 
 // workload is a suite's object in its namespace: the same template,
@@ -22,7 +24,18 @@ import (
 type workload struct {
 	suite
 	ns string
+	// name is the object's, and its pods' app label; "bench" when empty.
+	name string
 }
+
+func (w workload) meta() metav1.ObjectMeta {
+	if w.name == "" {
+		w.name = "bench"
+	}
+	return metav1.ObjectMeta{Namespace: w.ns, Name: w.name}
+}
+
+func (w workload) labels() map[string]string { return map[string]string{"app": w.meta().Name} }
 
 func (w workload) maxUnavailable() intstr.IntOrString {
 	switch {
@@ -42,14 +55,14 @@ func (w workload) policy() appsv1.PodManagementPolicyType {
 }
 
 func (w workload) create(ctx context.Context, k8s ctrlclient.Client, replicas int32) error {
-	labels := map[string]string{"app": "bench"}
+	labels := w.labels()
 	tmpl := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "bench"}},
+		ObjectMeta: metav1.ObjectMeta{Labels: w.labels()},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "nginx:1.27"}}},
 	}
 	twenty := w.maxUnavailable()
 	zero := intstr.FromInt32(0)
-	meta := metav1.ObjectMeta{Namespace: w.ns, Name: "bench"}
+	meta := w.meta()
 	selector := &metav1.LabelSelector{MatchLabels: labels}
 	switch w.workload {
 	case "Deployment":
@@ -87,7 +100,7 @@ func (w workload) create(ctx context.Context, k8s ctrlclient.Client, replicas in
 }
 
 func (w workload) object() ctrlclient.Object {
-	meta := metav1.ObjectMeta{Namespace: w.ns, Name: "bench"}
+	meta := w.meta()
 	switch w.workload {
 	case "Deployment":
 		return &appsv1.Deployment{ObjectMeta: meta}
@@ -116,7 +129,7 @@ func (w workload) scale(ctx context.Context, k8s ctrlclient.Client, replicas int
 }
 
 // settled: the status says every pod is updated and available, and no
-// other pod is left in the namespace.
+// other pod of the workload's is left in the namespace.
 func (w workload) settled(ctx context.Context, k8s ctrlclient.Client, replicas int32) (bool, error) {
 	obj := w.object()
 	if err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(obj), obj); err != nil {
@@ -147,8 +160,27 @@ func (w workload) settled(ctx context.Context, k8s ctrlclient.Client, replicas i
 		}
 	}
 	list := &corev1.PodList{}
-	if err := k8s.List(ctx, list, ctrlclient.InNamespace(w.ns)); err != nil {
+	if err := k8s.List(ctx, list, ctrlclient.InNamespace(w.ns), ctrlclient.MatchingLabels(w.labels())); err != nil {
 		return false, nil
 	}
 	return len(list.Items) == int(replicas), nil
+}
+
+// budgets puts each of ws under a budget of maxUnavailable 20% before the
+// scale-up: a PodDisruptionBudget for a native kind, a PodUnavailableBudget
+// for Lifeline's.
+func (b *bench) budgets(ctx context.Context, ws []workload) error {
+	twenty := intstr.FromString("20%")
+	for _, w := range ws {
+		selector := &metav1.LabelSelector{MatchLabels: w.labels()}
+		var obj ctrlclient.Object = &policyv1alpha1.PodUnavailableBudget{ObjectMeta: w.meta(),
+			Spec: policyv1alpha1.PodUnavailableBudgetSpec{Selector: selector, MaxUnavailable: &twenty}}
+		if w.implementation == "Kubernetes" {
+			obj = &policyv1.PodDisruptionBudget{ObjectMeta: w.meta(), Spec: policyv1.PodDisruptionBudgetSpec{Selector: selector, MaxUnavailable: &twenty}}
+		}
+		if err := b.k8s.Create(ctx, obj); err != nil {
+			return fmt.Errorf("budget of %s: %w", w.meta().Name, err)
+		}
+	}
+	return nil
 }

@@ -30,7 +30,7 @@ func DaemonSet(shared *WorkloadOptions) *Feature {
 		},
 		Controllers: func(_ context.Context, mgr ctrl.Manager, s *Shared) error {
 			shared.into(&o.Options)
-			r := &daemonsetcontroller.Reconciler{Shell: shell(mgr, s, "daemonset-controller"), Options: *o}
+			r := &daemonsetcontroller.Reconciler{Shell: shell(mgr, s, "advanced-daemonset-controller"), Options: *o}
 			return r.SetupWithManager(mgr)
 		},
 		AddToScheme: schemes(appsv1alpha1.AddToScheme, appsv1beta1.AddToScheme),

@@ -16,6 +16,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	"github.com/lifeline-k8s/lifeline/internal/protection"
+	"github.com/lifeline-k8s/lifeline/pkg/recorder"
 )
 
 // Feature is everything one Lifeline feature adds to the manager, in one
@@ -74,6 +75,9 @@ type Shared struct {
 	Namespace string
 	// Pods lists a workload's pods straight from the pod informer's index.
 	Pods ownerindex.PodLister
+	// Events posts every feature's Events, combined and rate-limited per
+	// object as kube-controller-manager's are (Warnings never dropped).
+	Events *recorder.Broadcaster
 }
 
 // Webhooks is where a feature registers webhooks: the server for its own

@@ -35,6 +35,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
 	"github.com/lifeline-k8s/lifeline/internal/protection"
+	"github.com/lifeline-k8s/lifeline/pkg/recorder"
 )
 
 // Lifeline is a set of features set up in one manager.
@@ -127,7 +128,7 @@ func (l *Lifeline) Setup(ctx context.Context, mgr ctrl.Manager) error {
 		sources = append(sources, f.Protection...)
 	}
 	if len(sources) > 0 {
-		p := &protection.Reconciler{Client: HubClient(mgr), Recorder: mgr.GetEventRecorder("namespace-protection"),
+		p := &protection.Reconciler{Client: HubClient(mgr), Recorder: shared.Events.For("namespace-protection"),
 			Sources: sources, Exempt: l.exempt()}
 		if err := p.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("namespace protection: %w", err)
@@ -240,9 +241,15 @@ func (l *Lifeline) sharedWith(mgr ctrl.Manager) *Shared {
 		}
 		hubDirect := conversion.HubClient(direct)
 		l.shared.Webhook = hubDirect
+		if l.shared.Events, err = recorder.New(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetScheme()); err == nil {
+			err = mgr.Add(l.shared.Events)
+		}
+		if err != nil {
+			panic(fmt.Sprintf("the event broadcaster: %v", err))
+		}
 		l.shared.Budgets = &budgetadmission.Guard{
 			Cache: HubClient(mgr), Live: hubDirect, Writer: hubDirect,
-			Recorder: mgr.GetEventRecorder("podunavailablebudget"), Now: time.Now,
+			Recorder: l.shared.Events.For("podunavailablebudget"), Now: time.Now,
 		}
 	})
 	return &l.shared

@@ -49,20 +49,20 @@ func PersistentPodState(sts *statefulsetcontroller.Options) *Feature {
 		},
 		AddToScheme: schemes(appsv1alpha1.AddToScheme, appsv1beta1.AddToScheme),
 		Conversions: []schema.GroupKind{conversion.PersistentPodState},
-		Controllers: func(ctx context.Context, mgr ctrl.Manager, _ *Shared) error {
-			r := &ppscontroller.Reconciler{Client: HubClient(mgr), Live: HubReader(mgr), Recorder: mgr.GetEventRecorder("persistentpodstate-controller"),
+		Controllers: func(ctx context.Context, mgr ctrl.Manager, s *Shared) error {
+			r := &ppscontroller.Reconciler{Client: HubClient(mgr), Live: HubReader(mgr), Recorder: s.Events.For("persistentpodstate-controller"),
 				Custom: bound(mgr), StartOrdinal: sts.StartOrdinal}
 			if err := r.SetupWithManager(ctx, mgr); err != nil {
 				return err
 			}
-			g := &ppscontroller.Generator{Client: HubClient(mgr), Recorder: mgr.GetEventRecorder("persistentpodstate-generator"),
+			g := &ppscontroller.Generator{Client: HubClient(mgr), Recorder: s.Events.For("persistentpodstate-generator"),
 				Custom: bound(mgr), Mapper: mgr.GetRESTMapper()}
 			return g.SetupWithManager(mgr)
 		},
-		Webhooks: func(mgr ctrl.Manager, _ *Shared, w Webhooks) {
+		Webhooks: func(mgr ctrl.Manager, s *Shared, w Webhooks) {
 			ppswebhook.Register(w.Server, w.Decoder, HubClient(mgr), bound(mgr))
 			w.Mutating.Register("persistentpodstate-placement", &ppswebhook.Injector{
-				States: HubClient(mgr), Custom: bound(mgr), Recorder: mgr.GetEventRecorder("persistentpodstate-webhook"),
+				States: HubClient(mgr), Custom: bound(mgr), Recorder: s.Events.For("persistentpodstate-webhook"),
 			}, ppswebhook.CreateTarget)
 		},
 		MatchConditions: map[string][]podadmission.MatchCondition{

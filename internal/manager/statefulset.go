@@ -30,7 +30,7 @@ func StatefulSet(shared *WorkloadOptions, c *statefulsetcontroller.Options) *Fea
 		},
 		Controllers: func(_ context.Context, mgr ctrl.Manager, s *Shared) error {
 			shared.into(&c.Options)
-			r := &statefulsetcontroller.Reconciler{Shell: shell(mgr, s, "statefulset-controller"), Options: *c}
+			r := &statefulsetcontroller.Reconciler{Shell: shell(mgr, s, "advanced-statefulset-controller"), Options: *c}
 			return r.SetupWithManager(mgr)
 		},
 		AddToScheme: schemes(appsv1alpha1.AddToScheme, appsv1beta1.AddToScheme),

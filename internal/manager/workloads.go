@@ -33,7 +33,7 @@ func (o *WorkloadOptions) into(c *phases.Options) {
 
 // shell is a workload controller's shell in mgr, its events by recorder.
 func shell(mgr ctrl.Manager, s *Shared, recorder string) phases.Shell {
-	return phases.Shell{Client: HubClient(mgr), APIReader: HubReader(mgr), Recorder: mgr.GetEventRecorder(recorder), Budgets: s.Budgets, Pods: s.Pods}
+	return phases.Shell{Client: HubClient(mgr), APIReader: HubReader(mgr), Recorder: s.Events.For(recorder), Budgets: s.Budgets, Pods: s.Pods}
 }
 
 // Workloads is what every kind of workload shares, whichever kinds the
@@ -63,7 +63,7 @@ func Workloads(o *WorkloadOptions) *Feature {
 		},
 		Webhooks: func(mgr ctrl.Manager, s *Shared, w Webhooks) {
 			w.Validating.Register("hook-guard", &hookguard.HookGuard{
-				Cache: HubClient(mgr), Live: HubReader(mgr), Writer: HubClient(mgr), Recorder: mgr.GetEventRecorder("hook-guard"),
+				Cache: HubClient(mgr), Live: HubReader(mgr), Writer: HubClient(mgr), Recorder: s.Events.For("hook-guard"),
 				Exempt: map[string]bool{s.Self: true},
 			}, podadmission.DisruptionTargets...)
 		},

@@ -31,8 +31,10 @@
 // event and the condition hook.lifeline.dev/<name> False) rather than left
 // silently stuck.
 //
-// Every call is an event on the pod (HookHandled, HookHandlerFailed, then
-// HookCompleted once released), and the metrics
+// A failed call is a Warning on the pod (HookHandlerFailed), always posted;
+// a release is a HookCompleted Event on the workload, combined and
+// rate-limited per workload as the controllers' routine Events are (package
+// recorder), as the pod keeps its own record of the moment. The metrics
 // lifeline_hook_handler_duration_seconds, lifeline_hook_handler_failures_total
 // and lifeline_hook_timeouts_total are served by the manager's metrics
 // endpoint.

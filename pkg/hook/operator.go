@@ -27,6 +27,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	"github.com/lifeline-k8s/lifeline/pkg/podpatch"
+	"github.com/lifeline-k8s/lifeline/pkg/recorder"
 )
 
 // Options configure an operator.
@@ -68,18 +69,17 @@ type Options struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=clonesets;statefulsets;daemonsets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // An operator that serves its metrics to authenticated, authorized
 // scrapers (as lifeline-bridge does) delegates both to the API server.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // Leader election, so that of several replicas one handles the pods: its
-// lease and the election's events, in the operator's own namespace only
-// (lifeline-system here; the chart's Role narrows get and update to the
-// bridge's lease by name). Its pod writes are narrowed by content by the
-// admission policy config/bridge/policy.yaml.
+// lease, in the operator's own namespace only (lifeline-system here; the
+// chart's Role narrows get and update to the bridge's lease by name). Its
+// pod writes are narrowed by content by the admission policy
+// config/bridge/policy.yaml.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=lifeline-system,resources=leases,verbs=get;create;update
-// +kubebuilder:rbac:groups="",namespace=lifeline-system,resources=events,verbs=create;patch
 
 // Add registers an operator that calls h at each moment of the pods of the
 // followed workloads and releases their hooks, with mgr. The manager's
@@ -98,8 +98,15 @@ func Add(mgr ctrl.Manager, h Handlers, o Options) error {
 		return err
 	}
 	o = withDefaults(o)
+	events, err := recorder.New(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetScheme())
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(events); err != nil {
+		return err
+	}
 	op := &operator{
-		client: mgr.GetClient(), recorder: mgr.GetEventRecorder("hook-" + o.Name),
+		client: mgr.GetClient(), recorder: events.For("hook-" + o.Name),
 		handlers: h, opts: o, handled: map[types.NamespacedName]string{},
 	}
 	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](o.MinBackoff, o.MaxBackoff)
@@ -193,13 +200,18 @@ func (op *operator) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		return reconcile.Result{}, err
 	}
 	op.forget(req.NamespacedName)
-	op.recorder.Eventf(pod, w.Object, corev1.EventTypeNormal, "HookCompleted", string(s.moment),
-		"%s: %s done at revision %s; hook released", op.opts.Name, s.moment, s.revision)
+	// About the workload, as the controllers' routine Events are: one
+	// per pod would not be rate-limited with them. The pod keeps the
+	// record (hook.lifeline.dev/<name>), which kubectl lifeline explain
+	// reads.
+	op.recorder.Eventf(w.Object, pod, corev1.EventTypeNormal, "HookCompleted", string(s.moment),
+		"%s: pod %s: %s done at revision %s; hook released", op.opts.Name, pod.Name, s.moment, s.revision)
 	return reconcile.Result{}, nil
 }
 
 // call runs the moment's handler, if any, bounded by CallTimeout, and says
-// how it went in an event and the metrics.
+// how it went in the metrics, and in a Warning when it failed (its success
+// is HookCompleted's).
 func (op *operator) call(ctx context.Context, e Event) error {
 	h := op.handlers.of(e.Moment)
 	if h == nil {
@@ -216,9 +228,6 @@ func (op *operator) call(ctx context.Context, e Event) error {
 		handlerFailures.WithLabelValues(op.opts.Name, string(e.Moment)).Inc()
 		op.recorder.Eventf(e.Pod, e.Workload.Object, corev1.EventTypeWarning, "HookHandlerFailed", string(e.Moment),
 			"%s: %s handler failed after %s (the hook stays held; retrying): %v", op.opts.Name, e.Moment, took.Round(time.Millisecond), err)
-	} else {
-		op.recorder.Eventf(e.Pod, e.Workload.Object, corev1.EventTypeNormal, "HookHandled", string(e.Moment),
-			"%s: %s handler done in %s", op.opts.Name, e.Moment, took.Round(time.Millisecond))
 	}
 	handlerDuration.WithLabelValues(op.opts.Name, string(e.Moment), result).Observe(took.Seconds())
 	return err
