@@ -3,7 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"k8s.io/utils/ptr"
 
@@ -284,5 +289,26 @@ func (b *bench) runSuite(ctx context.Context, s suite) error {
 		r.Step, r.StepDetail = st.step, st.about
 		b.report.Rollouts = append(b.report.Rollouts, r)
 	}
+	if b.o.verbose {
+		b.printEvents(ctx, ns)
+	}
 	return b.dropNamespace(ctx, ns)
+}
+
+// printEvents prints, under -v, the Events left in ns by reporter, type and
+// reason, each with the occurrences it counts.
+func (b *bench) printEvents(ctx context.Context, ns string) {
+	list := &corev1.EventList{}
+	if err := b.k8s.List(ctx, list, ctrlclient.InNamespace(ns)); err != nil {
+		return
+	}
+	objects, counts := map[string]int{}, map[string]int32{}
+	for _, e := range list.Items {
+		k := fmt.Sprintf("%s %s %s", e.Source.Component, e.Type, e.Reason)
+		objects[k]++
+		counts[k] += max(e.Count, 1)
+	}
+	for _, k := range slices.Sorted(maps.Keys(objects)) {
+		fmt.Printf("    %6d events (%d occurrences): %s\n", objects[k], counts[k], k)
+	}
 }

@@ -52,7 +52,7 @@ func CloneSet(shared *WorkloadOptions) *Feature {
 		Conversions: []schema.GroupKind{conversion.CloneSet},
 		Controllers: func(ctx context.Context, mgr ctrl.Manager, s *Shared) error {
 			exp := expectations()
-			r := &clonesetcontroller.Reconciler{Shell: shell(mgr, s, "cloneset-controller"), Options: *o}
+			r := &clonesetcontroller.Reconciler{Shell: shell(mgr, s, "cloneset-controller", "ScaleUpLimited"), Options: *o}
 			r.Expectations = exp
 			controllerRuns.Store(true)
 			return r.SetupWithManager(mgr)

@@ -31,9 +31,10 @@ func (o *WorkloadOptions) into(c *phases.Options) {
 	c.ExpectationTimeout, c.HookWaitWarning = o.ExpectationTimeout, o.HookWaitWarning
 }
 
-// shell is a workload controller's shell in mgr, its events by recorder.
-func shell(mgr ctrl.Manager, s *Shared, recorder string) phases.Shell {
-	return phases.Shell{Client: HubClient(mgr), APIReader: HubReader(mgr), Recorder: s.Events.For(recorder), Budgets: s.Budgets, Pods: s.Pods}
+// shell is a workload controller's shell in mgr, its events by recorder
+// (routine: see recorder.Broadcaster.For).
+func shell(mgr ctrl.Manager, s *Shared, recorder string, routine ...string) phases.Shell {
+	return phases.Shell{Client: HubClient(mgr), APIReader: HubReader(mgr), Recorder: s.Events.For(recorder, routine...), Budgets: s.Budgets, Pods: s.Pods}
 }
 
 // Workloads is what every kind of workload shares, whichever kinds the

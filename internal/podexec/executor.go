@@ -284,7 +284,7 @@ func (e *Executor) write(ctx context.Context, w Workload, a podlife.Writer) erro
 			return err
 		}
 		if !v.Allowed {
-			e.Recorder.Eventf(w.Object(), pod, corev1.EventTypeWarning, "DisruptionNotAllowed", "Update", "%s: %s", pod.Name, v.Reason)
+			e.Recorder.Eventf(w.Object(), pod, corev1.EventTypeNormal, "DisruptionNotAllowed", "Update", "%s: %s", pod.Name, v.Reason)
 			return &StaleError{Pod: pod.Name, Err: fmt.Errorf("PodUnavailableBudget %s: %s", v.Refused.Name, v.Reason)}
 		}
 	}

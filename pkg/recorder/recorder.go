@@ -71,10 +71,17 @@ func NewForSink(sink record.EventSink, scheme *runtime.Scheme) *Broadcaster {
 }
 
 // For is the recorder of one controller, reporting as
-// lifeline.dev/<controller>.
-func (b *Broadcaster) For(controller string) events.EventRecorder {
+// lifeline.dev/<controller>. routine are the reasons of Warnings that say
+// what the user asked for is happening (OpenKruise's ScaleUpLimited: a
+// Warning for compatibility, posted at every step of a limited scale-up),
+// which are rate-limited like Normal Events.
+func (b *Broadcaster) For(controller string, routine ...string) events.EventRecorder {
 	source := corev1.EventSource{Component: Domain + "/" + controller}
-	return &recorder{routine: b.routine.NewRecorder(b.scheme, source), warnings: b.warnings.NewRecorder(b.scheme, source)}
+	r := &recorder{routine: b.routine.NewRecorder(b.scheme, source), warnings: b.warnings.NewRecorder(b.scheme, source), routineReasons: map[string]bool{}}
+	for _, reason := range routine {
+		r.routineReasons[reason] = true
+	}
+	return r
 }
 
 // Start waits for ctx and shuts the broadcaster down.
@@ -98,11 +105,12 @@ func (b *Broadcaster) Shutdown() {
 // manager's have neither): a message names the pod it is about.
 type recorder struct {
 	routine, warnings record.EventRecorder
+	routineReasons    map[string]bool
 }
 
 func (r *recorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...interface{}) {
 	to := r.routine
-	if eventtype == corev1.EventTypeWarning {
+	if eventtype == corev1.EventTypeWarning && !r.routineReasons[reason] {
 		to = r.warnings
 	}
 	to.Eventf(regarding, eventtype, reason, note, args...)

@@ -43,20 +43,23 @@ func TestRoutineLimitedWarningsAlways(t *testing.T) {
 	s := &sink{calls: map[string]int{}}
 	b := NewForSink(s, clientgoscheme.Scheme)
 	defer b.Shutdown()
-	r := b.For("cloneset-controller")
+	r := b.For("cloneset-controller", "ScaleUpLimited")
 	set := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "a", UID: "u1"}}
 	const n = 60
 	for i := range n {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-" + string(rune('a'+i%26)), Namespace: "a"}}
 		r.Eventf(set, pod, corev1.EventTypeNormal, "SuccessfulCreate", "Create", "succeed to create pod %s", pod.Name)
 		r.Eventf(set, pod, corev1.EventTypeWarning, "FailedDelete", "Delete", "failed to delete pod %s", pod.Name)
+		r.Eventf(set, nil, corev1.EventTypeWarning, "ScaleUpLimited", "Scale", "scaleUp is limited because of scaleStrategy.maxUnavailable, limit: %d", i)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for s.count(corev1.EventTypeWarning) < n && time.Now().Before(deadline) {
+	for s.count(corev1.EventTypeWarning) < n+25 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got := s.count(corev1.EventTypeWarning); got != n {
-		t.Fatalf("Warnings posted: %d, want every one of %d", got, n)
+	// Every FailedDelete, and the routine ScaleUpLimited Warnings' own
+	// burst of 25 (the correlator keeps a bucket per object and type).
+	if got := s.count(corev1.EventTypeWarning); got != n+25 {
+		t.Fatalf("Warnings posted: %d, want every one of %d FailedDelete and 25 ScaleUpLimited", got, n)
 	}
 	if got := s.count(corev1.EventTypeNormal); got != 25 {
 		t.Fatalf("routine Events posted: %d, want the correlator's burst of 25", got)

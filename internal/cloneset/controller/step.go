@@ -46,7 +46,7 @@ func (s *step) Plan() ([]podlife.Action, error) {
 		return nil, err
 	}
 	if len(plan.Held) > 0 {
-		s.r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "DisruptionNotAllowed", "Disrupt", "%s", podlife.HeldMessage(plan.Held))
+		s.r.Recorder.Eventf(cs, nil, corev1.EventTypeNormal, "DisruptionNotAllowed", "Disrupt", "%s", podlife.HeldMessage(plan.Held))
 	}
 	if plan.ScaleUpLimited {
 		s.r.Recorder.Eventf(cs, nil, corev1.EventTypeWarning, "ScaleUpLimited", "Scale",

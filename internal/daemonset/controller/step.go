@@ -38,7 +38,7 @@ func (s *step) Plan() ([]podlife.Action, error) {
 	if err == nil {
 		s.plan = plan
 		if len(plan.Held) > 0 {
-			s.r.Recorder.Eventf(s.c.set, nil, corev1.EventTypeWarning, "DisruptionNotAllowed", "Disrupt", "%s", podlife.HeldMessage(plan.Held))
+			s.r.Recorder.Eventf(s.c.set, nil, corev1.EventTypeNormal, "DisruptionNotAllowed", "Disrupt", "%s", podlife.HeldMessage(plan.Held))
 		}
 		for _, a := range plan.Actions {
 			if d, ok := a.(podlife.DeletePod); ok && d.Pod.Status.Phase == corev1.PodFailed {

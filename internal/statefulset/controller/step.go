@@ -49,7 +49,7 @@ func (s *step) Plan() ([]podlife.Action, error) {
 		return nil, err
 	}
 	if len(plan.Held) > 0 {
-		s.r.Recorder.Eventf(s.c.set, nil, corev1.EventTypeWarning, "DisruptionNotAllowed", "Disrupt", "%s", podlife.HeldMessage(plan.Held))
+		s.r.Recorder.Eventf(s.c.set, nil, corev1.EventTypeNormal, "DisruptionNotAllowed", "Disrupt", "%s", podlife.HeldMessage(plan.Held))
 	}
 	setProgressing(&s.status, s.c.set, plan, now)
 	s.plan = plan
