@@ -26,8 +26,8 @@ func (s *sink) record(e *corev1.Event) (*corev1.Event, error) {
 	s.seen = append(s.seen, e.DeepCopy())
 	return e, nil
 }
-func (s *sink) Create(e *corev1.Event) (*corev1.Event, error)           { return s.record(e) }
-func (s *sink) Update(e *corev1.Event) (*corev1.Event, error)           { return s.record(e) }
+func (s *sink) Create(e *corev1.Event) (*corev1.Event, error)          { return s.record(e) }
+func (s *sink) Update(e *corev1.Event) (*corev1.Event, error)          { return s.record(e) }
 func (s *sink) Patch(e *corev1.Event, _ []byte) (*corev1.Event, error) { return s.record(e) }
 
 func (s *sink) count(t string) int {
