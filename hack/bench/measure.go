@@ -247,10 +247,11 @@ type audited struct {
 }
 
 // readAudit reads the audit log from offset on: the requests of users,
-// apart from the Events they post, which are counted on their own
-// (kube-controller-manager posts its controllers' Events under its own
-// name, not theirs, so counting them for one side only would be unfair);
-// the latency of their pod writes; and the scheduler's binds.
+// apart from the Events they post, which are counted on their own (each of
+// kube-controller-manager's controllers posts under its service account,
+// as it sends its other requests), and every write of theirs, Events
+// included; the latency of their pod creates and writes; and the
+// scheduler's binds.
 func readAudit(path string, offset int64, users []string) (audited, error) {
 	out := audited{byKind: map[string]int{}}
 	want := map[string]bool{}

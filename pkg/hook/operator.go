@@ -98,15 +98,15 @@ func Add(mgr ctrl.Manager, h Handlers, o Options) error {
 		return err
 	}
 	o = withDefaults(o)
-	events, err := recorder.New(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetScheme())
+	broadcaster, err := recorder.New(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetScheme())
 	if err != nil {
 		return err
 	}
-	if err := mgr.Add(events); err != nil {
+	if err := mgr.Add(broadcaster); err != nil {
 		return err
 	}
 	op := &operator{
-		client: mgr.GetClient(), recorder: events.For("hook-" + o.Name),
+		client: mgr.GetClient(), recorder: broadcaster.For("hook-" + o.Name),
 		handlers: h, opts: o, handled: map[types.NamespacedName]string{},
 	}
 	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](o.MinBackoff, o.MaxBackoff)

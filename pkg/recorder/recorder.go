@@ -21,16 +21,29 @@ import (
 	"math"
 	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // Domain prefixes every reporting controller's name.
 const Domain = "lifeline.dev"
+
+// recorded counts the Events controllers record, before the correlator
+// combines or drops them: the rate of Warnings by reason is what a user
+// graphs, whatever the API server was sent.
+var recorded = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "lifeline_events_recorded_total",
+	Help: "Events recorded by controller, type and reason, before similar ones are combined and routine ones rate-limited (25 per object, then one every five minutes; Warnings are never dropped).",
+}, []string{"controller", "type", "reason"})
+
+func init() { metrics.Registry.MustRegister(recorded) }
 
 // Broadcaster sends the Events of a process's recorders. Start it with
 // the manager (it is a Runnable that runs without leadership, as
@@ -77,7 +90,8 @@ func NewForSink(sink record.EventSink, scheme *runtime.Scheme) *Broadcaster {
 // which are rate-limited like Normal Events.
 func (b *Broadcaster) For(controller string, routine ...string) events.EventRecorder {
 	source := corev1.EventSource{Component: Domain + "/" + controller}
-	r := &recorder{routine: b.routine.NewRecorder(b.scheme, source), warnings: b.warnings.NewRecorder(b.scheme, source), routineReasons: map[string]bool{}}
+	r := &recorder{controller: controller, routine: b.routine.NewRecorder(b.scheme, source), warnings: b.warnings.NewRecorder(b.scheme, source),
+		routineReasons: map[string]bool{}}
 	for _, reason := range routine {
 		r.routineReasons[reason] = true
 	}
@@ -104,11 +118,13 @@ func (b *Broadcaster) Shutdown() {
 // Events it posts have no related object nor action (kube-controller-
 // manager's have neither): a message names the pod it is about.
 type recorder struct {
+	controller        string
 	routine, warnings record.EventRecorder
 	routineReasons    map[string]bool
 }
 
 func (r *recorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...interface{}) {
+	recorded.WithLabelValues(r.controller, eventtype, reason).Inc()
 	to := r.routine
 	if eventtype == corev1.EventTypeWarning && !r.routineReasons[reason] {
 		to = r.warnings

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -80,5 +81,9 @@ func TestRoutineLimitedWarningsAlways(t *testing.T) {
 	}
 	if combined == 0 {
 		t.Fatalf("no Event combined from similar ones among %d", len(s.seen))
+	}
+	// The metric counts what was recorded, dropped or not.
+	if got := testutil.ToFloat64(recorded.WithLabelValues("cloneset-controller", corev1.EventTypeNormal, "SuccessfulCreate")); got != n {
+		t.Fatalf("lifeline_events_recorded_total for SuccessfulCreate: %v, want %d", got, n)
 	}
 }
