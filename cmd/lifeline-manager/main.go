@@ -27,6 +27,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/manager"
 	"github.com/lifeline-k8s/lifeline/internal/metricsauth"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
+	"github.com/lifeline-k8s/lifeline/internal/podcache"
 	"github.com/lifeline-k8s/lifeline/internal/webhookauth"
 	"github.com/lifeline-k8s/lifeline/internal/webhookcerts"
 )
@@ -67,6 +68,7 @@ type options struct {
 	certs                webhookcerts.Options
 	certSecret           string
 	webhookAuth          webhookauth.Options
+	cacheAllPods         bool
 }
 
 func run() error {
@@ -99,6 +101,7 @@ func run() error {
 	o.webhookAuth.BindFlags(flag.CommandLine)
 	flag.Float64Var(&o.qps, "kube-api-qps", 20, "Client QPS towards the API server.")
 	flag.IntVar(&o.burst, "kube-api-burst", 30, "Client burst towards the API server.")
+	flag.BoolVar(&o.cacheAllPods, "cache-all-pods", false, "Cache every pod of the cluster, as before 11-28; by default the manager caches the pods its workloads control and every pod of a namespace holding a Lifeline workload, a PodUnavailableBudget or a PersistentPodState, and nothing else.")
 	features := manager.Features()
 	manager.BindFlags(features, flag.CommandLine)
 	zapOpts := zap.Options{}
@@ -109,6 +112,15 @@ func run() error {
 		return err
 	}
 	lifeline.Namespace = o.namespace
+	// No controller or webhook reads managedFields, nor a pod's service
+	// account token volume or default tolerations; dropping them before
+	// objects enter the cache saves their bytes on every cached pod. Pods
+	// no feature looks at stay out of the cache (internal/podcache).
+	cacheOpts := cache.Options{DefaultTransform: cachetrim.Transform}
+	if !o.cacheAllPods {
+		lifeline.PodScope = podcache.ForWorkloads()
+		cacheOpts.NewInformer = lifeline.PodScope.NewInformer
+	}
 	if err := o.conversionEndpoint(&lifeline.Conversion); err != nil {
 		return err
 	}
@@ -148,12 +160,8 @@ func run() error {
 	}
 	o.webhookAuth.Open, o.webhookAuth.Limited = []string{conversion.Path}, []string{podadmission.ValidatePath}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme,
-		// No controller or webhook reads managedFields, nor a pod's
-		// service account token volume or default tolerations; dropping
-		// them before objects enter the cache saves their bytes on every
-		// cached pod.
-		Cache:                   cache.Options{DefaultTransform: cachetrim.Transform},
+		Scheme:                  scheme,
+		Cache:                   cacheOpts,
 		Metrics:                 o.metrics.Server(),
 		HealthProbeBindAddress:  o.healthAddr,
 		PprofBindAddress:        o.pprofAddr,

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,7 +111,7 @@ func (b *bench) measure(ctx context.Context, s suite, ns string, pods int,
 		readsBefore[source] = reads(source)
 	}
 	webhookBefore := webhook()
-	callsBefore := b.webhookCalls(ctx)
+	apiBefore := b.apiServer(ctx)
 	// Under -v: the manager's reconciles by controller and result.
 	reconciles := func() map[string]float64 {
 		out := map[string]float64{}
@@ -206,7 +207,9 @@ func (b *bench) measure(ctx context.Context, s suite, ns string, pods int,
 	if pods > 0 {
 		r.WritesPerPod = float64(a.writes) / float64(pods)
 	}
-	r.WebhookCalls = int(b.webhookCalls(ctx) - callsBefore)
+	apiAfter := b.apiServer(ctx)
+	r.WebhookCalls = int(apiAfter.calls - apiBefore.calls)
+	r.Binds.APIMeanMs, r.Binds.WebhookMeanMs = meanMs(apiBefore.bindTotal, apiAfter.bindTotal), meanMs(apiBefore.bindHook, apiAfter.bindHook)
 	if b.o.verbose {
 		for _, k := range slices.Sorted(maps.Keys(a.byKind)) {
 			fmt.Printf("    %6d %s\n", a.byKind[k], k)
@@ -230,6 +233,11 @@ type binds struct {
 	P50Ms  float64 `json:"p50_ms"`
 	P99Ms  float64 `json:"p99_ms"`
 	PerSec float64 `json:"per_s"`
+	// APIMeanMs is the binds' mean time at the API server by its own
+	// histogram, and WebhookMeanMs the mean of its calls to the pod
+	// binding webhook in that time (0: none was called).
+	APIMeanMs     float64 `json:"api_mean_ms"`
+	WebhookMeanMs float64 `json:"webhook_mean_ms"`
 }
 
 // audited is what the audit log says about a step.
@@ -341,21 +349,64 @@ func fileSize(path string) int64 {
 // cpuSeconds and rssBytes read a process's CPU time and RSS from /proc.
 var cpuSeconds, rssBytes = cluster.CPUSeconds, cluster.RSSBytes
 
-// webhookCalls is the API server's count of admission webhook calls so
-// far, every webhook's; 0 when its metrics cannot be read.
-func (b *bench) webhookCalls(ctx context.Context) float64 {
+// apiServerReading is what the API server's own metrics say so far: its
+// admission webhook calls, every webhook's
+// (apiserver_admission_webhook_request_total), and two histograms of the
+// scheduler's binds, the requests' whole time at the API server
+// (apiserver_request_duration_seconds of pods/binding) and the part spent
+// calling the pod binding webhook (mpod.lifeline.dev, which takes binds
+// only): where a bind's milliseconds go.
+type apiServerReading struct {
+	calls               float64
+	bindTotal, bindHook reading
+}
+
+func (b *bench) apiServer(ctx context.Context) apiServerReading {
 	raw, err := b.client.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return 0
+		return apiServerReading{}
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
 	if err != nil {
+		return apiServerReading{}
+	}
+	var out apiServerReading
+	for _, m := range families["apiserver_admission_webhook_request_total"].GetMetric() {
+		out.calls += m.GetCounter().GetValue()
+	}
+	out.bindTotal = sumHistograms(families["apiserver_request_duration_seconds"], map[string]string{"resource": "pods", "subresource": "binding"})
+	out.bindHook = sumHistograms(families["apiserver_admission_webhook_admission_duration_seconds"], map[string]string{"name": "mpod.lifeline.dev"})
+	return out
+}
+
+// sumHistograms adds up the series of f whose labels include match.
+func sumHistograms(f *dto.MetricFamily, match map[string]string) reading {
+	var r reading
+metric:
+	for _, m := range f.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if want, ok := match[l.GetName()]; ok && want != l.GetValue() {
+				continue metric
+			}
+		}
+		h := m.GetHistogram()
+		r.count += float64(h.GetSampleCount())
+		r.sum += h.GetSampleSum()
+		for i, b := range h.GetBucket() {
+			if i == len(r.buckets) {
+				r.buckets = append(r.buckets, bucket{le: b.GetUpperBound()})
+			}
+			r.buckets[i].count += float64(b.GetCumulativeCount())
+		}
+	}
+	return r
+}
+
+// meanMs is the mean of the observations between two readings, in ms.
+func meanMs(before, after reading) float64 {
+	if after.count <= before.count {
 		return 0
 	}
-	sum := 0.0
-	for _, m := range families["apiserver_admission_webhook_request_total"].GetMetric() {
-		sum += m.GetCounter().GetValue()
-	}
-	return sum
+	return 1000 * (after.sum - before.sum) / (after.count - before.count)
 }

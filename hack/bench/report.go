@@ -104,14 +104,14 @@ func printRollouts(r *report, group, anchorSuite, about, step string) {
 	anchor := r.find(anchorSuite, step)
 	fmt.Printf("\n%s %s, %s (ratio: wall time / the Deployment's):\n", step, rows[0].StepDetail, about)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\twall s\tratio\tcontroller requests\t+ events\twrites/pod, events incl.\twebhook calls\tpod writes/pod\tpod create p50 ms\tpod write p50 ms\tp99 ms\tbind p50 ms\tp99 ms\tpod webhook p50 ms\tp99 ms\tbind cache misses created/left/waited/live\tcontrol plane CPU s\tcontroller CPU s\tcontroller peak RSS MiB\t")
+	fmt.Fprintln(tw, "\twall s\tratio\tcontroller requests\t+ events\twrites/pod, events incl.\twebhook calls\tpod writes/pod\tpod create p50 ms\tpod write p50 ms\tp99 ms\tbind p50 ms\tp99 ms\tbind mean at API server ms\tof it in webhook ms\tpod webhook p50 ms\tp99 ms\tbind cache misses created/left/waited/live\tcontrol plane CPU s\tcontroller CPU s\tcontroller peak RSS MiB\t")
 	for _, x := range rows {
 		ratio := "—"
 		if anchor != nil {
 			ratio = fmt.Sprintf("%.2f×", x.WallSeconds/anchor.WallSeconds)
 		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%d\t%d\t%.2f\t%d\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%d/%d/%d/%d\t%.1f\t%.1f\t%.0f\t\n", x.Label, x.WallSeconds, ratio, x.Requests, x.Events,
-			x.WritesPerPod, x.WebhookCalls, x.PodWritesPerPod, x.PodCreateP50Ms, x.PodWriteP50Ms, x.PodWriteP99Ms, x.Binds.P50Ms, x.Binds.P99Ms, x.WebhookP50Ms, x.WebhookP99Ms, x.WebhookCreated, x.WebhookNotCreated, x.WebhookWaits, x.WebhookLiveReads,
+		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%d\t%d\t%.2f\t%d\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%d/%d/%d/%d\t%.1f\t%.1f\t%.0f\t\n", x.Label, x.WallSeconds, ratio, x.Requests, x.Events,
+			x.WritesPerPod, x.WebhookCalls, x.PodWritesPerPod, x.PodCreateP50Ms, x.PodWriteP50Ms, x.PodWriteP99Ms, x.Binds.P50Ms, x.Binds.P99Ms, x.Binds.APIMeanMs, x.Binds.WebhookMeanMs, x.WebhookP50Ms, x.WebhookP99Ms, x.WebhookCreated, x.WebhookNotCreated, x.WebhookWaits, x.WebhookLiveReads,
 			x.PlaneCPU, x.CtrlCPU, x.CtrlPeakRSS)
 	}
 	tw.Flush()

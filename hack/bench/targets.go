@@ -109,17 +109,30 @@ func nativeCostTargets(r *report) []target {
 		{"advanced-statefulset-ordered", "statefulset-ordered"}, {"advanced-daemonset", "daemonset"},
 		{"many-cloneset", "many-deployment"}, {"many-cloneset-inplace", "many-deployment"}}
 	for _, p := range twins {
+		// Events are judged over the suite's three steps: the native
+		// controllers post theirs through their own rate-limited clients,
+		// and many of a scale-up's land in the rollout's window (11-28,
+		// 50 Deployments of 20: 247 Events in the scale-up's window, 1,047
+		// in the rollout's), which a per-step limit counts against the
+		// step after.
+		var a, n int
+		measured := true
 		for _, step := range []string{stepUp, stepUpdate, stepDown} {
-			a, n := r.find(p[0], step), r.find(p[1], step)
-			name := fmt.Sprintf("%s Events ≤ 1.5× %s's + 10, %s", p[0], p[1], step)
-			if a == nil || n == nil {
-				out = append(out, target{Name: name, NotMeasured: true})
+			x, y := r.find(p[0], step), r.find(p[1], step)
+			if x == nil || y == nil {
+				measured = false
 				continue
 			}
-			limit := 1.5*float64(n.Events) + 10
-			out = append(out, target{Name: name, Figure: fmt.Sprintf("%d vs %d (limit %.0f)", a.Events, n.Events, limit), Met: float64(a.Events) <= limit})
-			out = append(out, ratioTarget(fmt.Sprintf("%s writes/pod, Events included, ≤ 1.1× %s's, %s", p[0], p[1], step), a.WritesPerPod, n.WritesPerPod, 1.1, "writes/pod"))
+			a, n = a+x.Events, n+y.Events
+			out = append(out, ratioTarget(fmt.Sprintf("%s writes/pod, Events included, ≤ 1.1× %s's, %s", p[0], p[1], step), x.WritesPerPod, y.WritesPerPod, 1.1, "writes/pod"))
 		}
+		name := fmt.Sprintf("%s Events ≤ 1.5× %s's + 10, scale-up, rollout and scale-down together", p[0], p[1])
+		if !measured {
+			out = append(out, target{Name: name, NotMeasured: true})
+			continue
+		}
+		limit := 1.5*float64(n) + 10
+		out = append(out, target{Name: name, Figure: fmt.Sprintf("%d vs %d (limit %.0f)", a, n, limit), Met: float64(a) <= limit})
 	}
 	c, d := r.find("cloneset", stepUp), r.find("deployment", stepUp)
 	if c != nil && d != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
+	"github.com/lifeline-k8s/lifeline/internal/podcache"
 	"github.com/lifeline-k8s/lifeline/internal/protection"
 	"github.com/lifeline-k8s/lifeline/pkg/recorder"
 )
@@ -73,6 +74,9 @@ type Shared struct {
 	Self string
 	// Namespace is the manager's own, never protected.
 	Namespace string
+	// PodScope says which namespaces' pods the cache holds whole, and
+	// whether it has taken them in yet (nil: every pod is cached).
+	PodScope *podcache.Scope
 	// Pods lists a workload's pods straight from the pod informer's index.
 	Pods ownerindex.PodLister
 	// Events posts every feature's Events, combined and rate-limited per

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -34,6 +35,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	budgetadmission "github.com/lifeline-k8s/lifeline/internal/podbudget/admission"
+	"github.com/lifeline-k8s/lifeline/internal/podcache"
 	"github.com/lifeline-k8s/lifeline/internal/protection"
 	"github.com/lifeline-k8s/lifeline/pkg/recorder"
 )
@@ -49,6 +51,11 @@ type Lifeline struct {
 	shared   Shared
 	// convert serves the features' Conversions (SetupWebhooks).
 	convert http.Handler
+	// PodScope, when set, is the scope the manager's cache was built with
+	// (cache.Options.NewInformer): Setup makes every object of the
+	// features' protection kinds hold its namespace's pods in the cache.
+	// Unset, every pod is cached.
+	PodScope *podcache.Scope
 	// Conversion, when its Service or URL is set, is kept as the
 	// conversion webhook of the CRDs of the features' Conversions
 	// (Setup fills in the client and the CRDs).
@@ -134,6 +141,9 @@ func (l *Lifeline) Setup(ctx context.Context, mgr ctrl.Manager) error {
 			return fmt.Errorf("namespace protection: %w", err)
 		}
 	}
+	if err := l.trackPodScope(mgr, sources); err != nil {
+		return err
+	}
 	var hooked []hookhandlers.Source
 	for _, f := range l.features {
 		hooked = append(hooked, f.HookHandlers...)
@@ -162,7 +172,7 @@ func (l *Lifeline) Setup(ctx context.Context, mgr ctrl.Manager) error {
 func (l *Lifeline) SetupWebhooks(mgr ctrl.Manager, self string) {
 	w := Webhooks{
 		Server: mgr.GetWebhookServer(), Decoder: admission.NewDecoder(mgr.GetScheme()),
-		Mutating: &podadmission.Mutating{}, Validating: &podadmission.Validating{},
+		Mutating: &podadmission.Mutating{Scope: l.scope()}, Validating: &podadmission.Validating{Scope: l.scope()},
 	}
 	shared := l.sharedWith(mgr)
 	shared.Self = self
@@ -176,6 +186,37 @@ func (l *Lifeline) SetupWebhooks(mgr ctrl.Manager, self string) {
 	if l.convert != nil {
 		w.Server.Register(conversion.Path, l.convert)
 	}
+}
+
+// trackPodScope makes the objects of every kind that can ask for
+// protection (whether or not they ask: a CloneSet adopts orphans, a budget
+// counts a Deployment's pods) hold their namespace's pods in the cache.
+func (l *Lifeline) trackPodScope(mgr ctrl.Manager, sources []protection.Source) error {
+	if l.PodScope == nil {
+		return nil
+	}
+	var objs []client.Object
+	seen := map[string]bool{}
+	for _, src := range sources {
+		// Custom kinds are all Unstructured: told apart by their kind.
+		t := reflect.TypeOf(src.Object).String() + " " + src.Object.GetObjectKind().GroupVersionKind().String()
+		if !seen[t] {
+			seen[t] = true
+			objs = append(objs, src.Object)
+		}
+	}
+	if err := mgr.Add(l.PodScope.Tracker(mgr.GetCache(), objs...)); err != nil {
+		return fmt.Errorf("pod cache scope: %w", err)
+	}
+	return nil
+}
+
+// scope is the pod admission's scope: none when every pod is cached.
+func (l *Lifeline) scope() podadmission.Scope {
+	if l.PodScope == nil {
+		return nil
+	}
+	return l.PodScope
 }
 
 // exempt are the namespaces never protected.
@@ -231,6 +272,7 @@ func MatchConditions(features []*Feature) (map[string][]podadmission.MatchCondit
 func (l *Lifeline) sharedWith(mgr ctrl.Manager) *Shared {
 	l.guard.Do(func() {
 		l.shared.Namespace = l.Namespace
+		l.shared.PodScope = l.PodScope
 		cfg := rest.CopyConfig(mgr.GetConfig())
 		cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 		direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
@@ -249,7 +291,7 @@ func (l *Lifeline) sharedWith(mgr ctrl.Manager) *Shared {
 		}
 		l.shared.Budgets = &budgetadmission.Guard{
 			Cache: HubClient(mgr), Live: hubDirect, Writer: hubDirect,
-			Recorder: l.shared.Events.For("podunavailablebudget"), Now: time.Now,
+			Recorder: l.shared.Events.For("podunavailablebudget"), Now: time.Now, Synced: l.PodScope,
 		}
 	})
 	return &l.shared

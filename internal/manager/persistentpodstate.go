@@ -51,7 +51,7 @@ func PersistentPodState(sts *statefulsetcontroller.Options) *Feature {
 		Conversions: []schema.GroupKind{conversion.PersistentPodState},
 		Controllers: func(ctx context.Context, mgr ctrl.Manager, s *Shared) error {
 			r := &ppscontroller.Reconciler{Client: HubClient(mgr), Live: HubReader(mgr), Recorder: s.Events.For("persistentpodstate-controller"),
-				Custom: bound(mgr), StartOrdinal: sts.StartOrdinal}
+				Custom: bound(mgr), StartOrdinal: sts.StartOrdinal, Pods: s.PodScope}
 			if err := r.SetupWithManager(ctx, mgr); err != nil {
 				return err
 			}

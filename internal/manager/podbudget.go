@@ -35,7 +35,7 @@ func PodUnavailableBudget() *Feature {
 		},
 		Controllers: func(_ context.Context, mgr ctrl.Manager, s *Shared) error {
 			gates.apply(s.Budgets)
-			r := &budgetcontroller.Reconciler{Client: HubClient(mgr), Recorder: s.Events.For("podunavailablebudget-controller"), ManagerNamespace: s.Namespace}
+			r := &budgetcontroller.Reconciler{Client: HubClient(mgr), Recorder: s.Events.For("podunavailablebudget-controller"), ManagerNamespace: s.Namespace, Pods: s.PodScope}
 			return r.SetupWithManager(mgr)
 		},
 		Webhooks: func(mgr ctrl.Manager, s *Shared, w Webhooks) {

@@ -31,9 +31,9 @@ func init() { metrics.Registry.MustRegister(disruptedReads) }
 // (oldObject, UID included): that is the pod judged, never a cached copy
 // that may lag or name a same-named predecessor, once it is known to
 // exist (see existing). An eviction carries no
-// pod, so it is read from cache; when the eviction names the UID it may
-// evict (a precondition) and the cached pod has another, the cache is not
-// trusted and the pod is read from live. A live pod with yet another UID
+// pod, so it is read from cache; when the cache does not show it, or the
+// eviction names the UID it may evict (a precondition) and the cached pod
+// has another, the cache is not trusted and the pod is read from live. A live pod with yet another UID
 // will fail the eviction's own precondition, so nothing is disrupted.
 func DisruptedPod(ctx context.Context, cache, live client.Reader, req admission.Request) (*corev1.Pod, error) {
 	if req.Operation == admissionv1.Delete && req.SubResource == "" {
@@ -51,7 +51,12 @@ func DisruptedPod(ctx context.Context, cache, live client.Reader, req admission.
 	pod := &corev1.Pod{}
 	err = cache.Get(ctx, key, pod)
 	source := "cache"
-	if uid != "" && (apierrors.IsNotFound(err) || (err == nil && pod.UID != uid)) {
+	// A pod the cache does not show is read live even without a UID to
+	// match: the cache holds a namespace's pods only once something there
+	// asks for them, and a namespace just come in may not show them yet
+	// (internal/podcache); an eviction of a pod that exists must not
+	// pass for one of a pod that is gone.
+	if apierrors.IsNotFound(err) || (uid != "" && err == nil && pod.UID != uid) {
 		pod, source = &corev1.Pod{}, "live"
 		err = live.Get(ctx, key, pod)
 	}

@@ -95,6 +95,29 @@ type Validator interface {
 	Validate(ctx context.Context, req admission.Request) admission.Response
 }
 
+// Scope says whether anything in a namespace asks Lifeline to look at its
+// pods (internal/podcache): where nothing does (no budget, no Lifeline
+// workload, no PersistentPodState), no feature has a say about a pod
+// there, and the handlers answer at once, without reading the pod (the
+// manager does not cache such pods).
+type Scope interface {
+	Holds(ctx context.Context, namespace string) bool
+}
+
+// scopeWait bounds how long a request waits for the scope to know every
+// namespace's objects (only at start-up); past it, the request is judged.
+const scopeWait = time.Second
+
+// outOfScope reports whether no feature looks at pods of req's namespace.
+func outOfScope(ctx context.Context, s Scope, req admission.Request) bool {
+	if s == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, scopeWait)
+	defer cancel()
+	return !s.Holds(ctx, req.Namespace)
+}
+
 type named[T any] struct {
 	name    string
 	targets []Target
@@ -102,7 +125,12 @@ type named[T any] struct {
 }
 
 // Mutating is the pod mutating handler.
-type Mutating struct{ features []named[Mutator] }
+type Mutating struct {
+	// Scope, when set, lets requests of namespaces no feature looks at
+	// through untouched.
+	Scope    Scope
+	features []named[Mutator]
+}
 
 // Register adds a feature, after those already registered, for targets.
 func (m *Mutating) Register(name string, f Mutator, targets ...Target) {
@@ -111,6 +139,9 @@ func (m *Mutating) Register(name string, f Mutator, targets ...Target) {
 
 // Handle runs every feature registered for the request's target, in order.
 func (m *Mutating) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if outOfScope(ctx, m.Scope, req) {
+		return admission.Allowed("")
+	}
 	raw := req.Object.Raw
 	for _, f := range m.features {
 		if !targets(f.targets, req) {
@@ -138,7 +169,11 @@ func (m *Mutating) Handle(ctx context.Context, req admission.Request) admission.
 }
 
 // Validating is the pod validating handler.
-type Validating struct{ features []named[Validator] }
+type Validating struct {
+	// Scope, when set, allows requests of namespaces no feature looks at.
+	Scope    Scope
+	features []named[Validator]
+}
 
 // Register adds a feature, after those already registered, for targets.
 func (v *Validating) Register(name string, f Validator, targets ...Target) {
@@ -148,6 +183,9 @@ func (v *Validating) Register(name string, f Validator, targets ...Target) {
 // Handle asks every feature registered for the request's target, in order,
 // and answers with the first refusal, or allows.
 func (v *Validating) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if outOfScope(ctx, v.Scope, req) {
+		return admission.Allowed("")
+	}
 	for _, f := range v.features {
 		if !targets(f.targets, req) {
 			continue

@@ -114,3 +114,31 @@ func TestMutatingAnswersBadObjectsWith400(t *testing.T) {
 		}
 	}
 }
+
+// heldNamespaces is a Scope holding the namespaces listed.
+type heldNamespaces map[string]bool
+
+func (h heldNamespaces) Holds(_ context.Context, ns string) bool { return h[ns] }
+
+func TestNamespacesOutOfScopeAreLetThroughUnjudged(t *testing.T) {
+	calls := 0
+	v := &Validating{Scope: heldNamespaces{"guarded": true}}
+	v.Register("refuses", verdict{calls: &calls}, DisruptionTargets...)
+	var seen []string
+	m := &Mutating{Scope: heldNamespaces{"guarded": true}}
+	m.Register("labels", addLabel{key: "a", seen: &seen}, bindCreate)
+
+	for ns, judged := range map[string]bool{"guarded": true, "elsewhere": false} {
+		req := request("", admissionv1.Delete)
+		req.Namespace = ns
+		calls = 0
+		if got := v.Handle(context.Background(), req); got.Allowed == judged || calls != map[bool]int{true: 1}[judged] {
+			t.Errorf("delete in %s: allowed %v after %d calls, want judged %v", ns, got.Allowed, calls, judged)
+		}
+		bind := request("binding", admissionv1.Create)
+		bind.Namespace = ns
+		if got := m.Handle(context.Background(), bind); (len(got.Patches) > 0) != judged {
+			t.Errorf("bind in %s: patched %v, want %v", ns, got.Patches, judged)
+		}
+	}
+}

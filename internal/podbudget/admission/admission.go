@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lifeline-k8s/lifeline/internal/podcache"
 	"github.com/lifeline-k8s/lifeline/internal/workloadref"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -86,7 +87,10 @@ type Guard struct {
 	Writer      client.Client
 	// Pods finds a pod in the cache without copying it (the manager's pod
 	// index); without it pods are read through Cache, with a copy.
-	Pods     PodFinder
+	Pods PodFinder
+	// Synced says whether the cache holds every pod of a namespace yet
+	// (internal/podcache); nil when it holds every pod of the cluster.
+	Synced   podcache.Syncer
 	Recorder events.EventRecorder
 	Now      func() time.Time
 	// Deadline bounds how long the admission of one request may take

@@ -16,6 +16,7 @@ import (
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/podbudget/budget"
+	"github.com/lifeline-k8s/lifeline/internal/podcache"
 )
 
 // ErrTooLate is returned by Take when the disruption could not be decided
@@ -196,8 +197,13 @@ func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, 
 	for i := 0; err == nil && i < attempts; i++ {
 		status := pub.Status.DeepCopy()
 		withdrawn := applyWithdrawals(status, back)
-		// Rides along with a write that is made anyway, never one alone.
-		dropped := budget.DropSettled(status, g.lookup(key.Namespace), now)
+		// Rides along with a write that is made anyway, never one alone;
+		// and only on a namespace the cache holds whole, where a pod it
+		// does not show is gone.
+		dropped := 0
+		if !podcache.Waiting(g.Synced, key.Namespace) {
+			dropped = budget.DropSettled(status, g.lookup(key.Namespace), now)
+		}
 		decisions, recorded := decide(pub, status, asks, now)
 		if !recorded && !withdrawn {
 			answerAll(asks, pub, decisions, nil, now)

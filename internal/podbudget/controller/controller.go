@@ -37,6 +37,7 @@ import (
 	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
 	"github.com/lifeline-k8s/lifeline/internal/podbudget/budget"
+	"github.com/lifeline-k8s/lifeline/internal/podcache"
 	"github.com/lifeline-k8s/lifeline/internal/protection"
 	"github.com/lifeline-k8s/lifeline/internal/requeue"
 	lifelineworkload "github.com/lifeline-k8s/lifeline/pkg/workload"
@@ -66,6 +67,9 @@ type Reconciler struct {
 	UnservedNamespaces []string
 	// ManagerNamespace is never protected (internal/protection).
 	ManagerNamespace string
+	// Pods says whether the cache holds every pod of a namespace yet
+	// (internal/podcache); nil when it holds every pod of the cluster.
+	Pods podcache.Syncer
 }
 
 // SetupWithManager registers the controller: budgets, and their pods'
@@ -205,6 +209,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	pub := &policyv1alpha1.PodUnavailableBudget{}
 	if err := r.Get(ctx, req.NamespacedName, pub); err != nil || pub.DeletionTimestamp != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if podcache.Waiting(r.Pods, pub.Namespace) {
+		// A budget new to its namespace: counted from half its pods, it
+		// could allow a disruption the whole would refuse.
+		return reconcile.Result{RequeueAfter: podcache.Recheck}, nil
 	}
 	pods, expected, err := r.podsOf(ctx, pub)
 	if err != nil {

@@ -33,6 +33,7 @@ import (
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	"github.com/lifeline-k8s/lifeline/internal/ownerindex"
+	"github.com/lifeline-k8s/lifeline/internal/podcache"
 	"github.com/lifeline-k8s/lifeline/internal/pps/state"
 	"github.com/lifeline-k8s/lifeline/internal/pps/workloads"
 	"github.com/lifeline-k8s/lifeline/internal/requeue"
@@ -70,6 +71,9 @@ type Reconciler struct {
 	// StartOrdinal: Advanced StatefulSets honour spec.ordinals.start
 	// (--statefulset-start-ordinal).
 	StartOrdinal bool
+	// Pods says whether the cache holds every pod of a namespace yet
+	// (internal/podcache); nil when it holds every pod of the cluster.
+	Pods podcache.Syncer
 
 	mu      sync.Mutex
 	counted map[types.NamespacedName]map[types.UID]bool
@@ -164,6 +168,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	pps := &appsv1alpha1.PersistentPodState{}
 	if err := r.Get(ctx, req.NamespacedName, pps); err != nil || pps.DeletionTimestamp != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if podcache.Waiting(r.Pods, pps.Namespace) {
+		// Records follow the pods the cache shows: half a namespace
+		// would drop the records of the other half.
+		return reconcile.Result{RequeueAfter: podcache.Recheck}, nil
 	}
 	t := pps.Spec.TargetReference
 	gv, err := schema.ParseGroupVersion(t.APIVersion)
