@@ -322,31 +322,17 @@ type reading struct {
 var scraper *cluster.Scraper
 
 // histogram reads a histogram (the series with label, when given as
-// name=value) from a metrics endpoint.
+// name=value; every series added up) from a metrics endpoint.
 func histogram(url, name string, label ...string) (reading, error) {
 	families, err := scraper.Families(url)
 	if err != nil {
 		return reading{}, err
 	}
-	f, ok := families[name]
-	if !ok {
-		return reading{}, nil
+	match := map[string]string{}
+	if len(label) == 2 {
+		match[label[0]] = label[1]
 	}
-metric:
-	for _, m := range f.GetMetric() {
-		for _, l := range m.GetLabel() {
-			if len(label) == 2 && l.GetName() == label[0] && l.GetValue() != label[1] {
-				continue metric
-			}
-		}
-		h := m.GetHistogram()
-		r := reading{count: float64(h.GetSampleCount()), sum: h.GetSampleSum()}
-		for _, b := range h.GetBucket() {
-			r.buckets = append(r.buckets, bucket{le: b.GetUpperBound(), count: float64(b.GetCumulativeCount())})
-		}
-		return r, nil
-	}
-	return reading{}, nil
+	return sumHistograms(families[name], match), nil
 }
 
 // quantile is the q-quantile of the observations between two readings of

@@ -211,6 +211,16 @@ func (b *bench) measure(ctx context.Context, s suite, ns string, pods int,
 	r.WebhookCalls = int(apiAfter.calls - apiBefore.calls)
 	r.Binds.APIMeanMs, r.Binds.WebhookMeanMs = meanMs(apiBefore.bindTotal, apiAfter.bindTotal), meanMs(apiBefore.bindHook, apiAfter.bindHook)
 	if b.o.verbose {
+		fmt.Printf("    API server: pod creates %.0f, mean %.2f ms; admission policy checks %.0f, mean %.3f ms\n",
+			apiAfter.createTotal.count-apiBefore.createTotal.count, meanMs(apiBefore.createTotal, apiAfter.createTotal),
+			apiAfter.policies.count-apiBefore.policies.count, meanMs(apiBefore.policies, apiAfter.policies))
+		for _, level := range slices.Sorted(maps.Keys(apiAfter.queued)) {
+			if n := apiAfter.queued[level].count - apiBefore.queued[level].count; n > 0 {
+				fmt.Printf("    API server: %.0f requests of priority level %s waited in queue %.2f ms on average\n", n, level, meanMs(apiBefore.queued[level], apiAfter.queued[level]))
+			}
+		}
+	}
+	if b.o.verbose {
 		for _, k := range slices.Sorted(maps.Keys(a.byKind)) {
 			fmt.Printf("    %6d %s\n", a.byKind[k], k)
 		}
@@ -359,6 +369,12 @@ var cpuSeconds, rssBytes = cluster.CPUSeconds, cluster.RSSBytes
 type apiServerReading struct {
 	calls               float64
 	bindTotal, bindHook reading
+	// createTotal is the pod creates' time at the API server, policies
+	// the ValidatingAdmissionPolicies' checks (every policy's).
+	createTotal, policies reading
+	// queued is the time requests waited in API Priority and Fairness
+	// queues, by priority level.
+	queued map[string]reading
 }
 
 func (b *bench) apiServer(ctx context.Context) apiServerReading {
@@ -377,6 +393,12 @@ func (b *bench) apiServer(ctx context.Context) apiServerReading {
 	}
 	out.bindTotal = sumHistograms(families["apiserver_request_duration_seconds"], map[string]string{"resource": "pods", "subresource": "binding"})
 	out.bindHook = sumHistograms(families["apiserver_admission_webhook_admission_duration_seconds"], map[string]string{"name": "mpod.lifeline.dev"})
+	out.createTotal = sumHistograms(families["apiserver_request_duration_seconds"], map[string]string{"resource": "pods", "subresource": "", "verb": "POST"})
+	out.policies = sumHistograms(families["apiserver_validating_admission_policy_check_duration_seconds"], nil)
+	out.queued = map[string]reading{}
+	for _, level := range []string{"system", "leader-election", "workload-high", "workload-low", "global-default", "node-high", "exempt"} {
+		out.queued[level] = sumHistograms(families["apiserver_flowcontrol_request_wait_duration_seconds"], map[string]string{"priority_level": level, "execute": "true"})
+	}
 	return out
 }
 
