@@ -104,18 +104,9 @@ type Scope interface {
 	Holds(ctx context.Context, namespace string) bool
 }
 
-// scopeWait bounds how long a request waits for the scope to know every
-// namespace's objects (only at start-up); past it, the request is judged.
-const scopeWait = time.Second
-
 // outOfScope reports whether no feature looks at pods of req's namespace.
 func outOfScope(ctx context.Context, s Scope, req admission.Request) bool {
-	if s == nil {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(ctx, scopeWait)
-	defer cancel()
-	return !s.Holds(ctx, req.Namespace)
+	return s != nil && !s.Holds(ctx, req.Namespace)
 }
 
 type named[T any] struct {

@@ -186,13 +186,29 @@ func (s *Scope) hold(o any, on bool) {
 	}
 }
 
+// ReadyWait bounds how long Holds waits, at start-up only, for the
+// tracked kinds' informers.
+const ReadyWait = time.Second
+
 // Holds reports whether anything in namespace asks Lifeline to look at its
 // pods; where nothing does, no pod there is judged, placed or counted by
-// any feature. It waits (within ctx) until the tracked kinds' informers
-// have shown every object once, so that a namespace is never reported
-// empty because its budget is not yet known; on ctx's end it says true.
+// any feature. Until the tracked kinds' informers have shown every object
+// once it waits (within ctx and ReadyWait), so that a namespace is never
+// reported empty because its budget is not yet known; past that it says
+// true. Once ready, it is one map lookup (every pod webhook request asks).
 func (s *Scope) Holds(ctx context.Context, namespace string) bool {
-	if s == nil || !s.waitReady(ctx) {
+	if s == nil {
+		return true
+	}
+	s.mu.Lock()
+	ready, held := s.ready, len(s.holders[namespace]) > 0
+	s.mu.Unlock()
+	if ready {
+		return held
+	}
+	ctx, cancel := context.WithTimeout(ctx, ReadyWait)
+	defer cancel()
+	if !s.waitReady(ctx) {
 		return true
 	}
 	s.mu.Lock()
