@@ -43,8 +43,10 @@ func main() {
 	flag.IntVar(&o.conversionReads, "conversion-reads", 1000, "reads of a CloneSet in each version in the conversion scenario")
 	flag.IntVar(&o.realNodes, "real-nodes", 2, "real nodes (kubelet and containerd) for the real-nodes scenario; 0 skips it")
 	flag.IntVar(&o.realPods, "real-pods", 30, "pods the real-nodes scenario rolls out")
+	managerArgs := flag.String("manager-args", "", "extra flags for lifeline-manager, space-separated (an experiment: --cloneset-create-pods-normal leaves the binds unpatched)")
 	flag.StringVar(&o.out, "out", "bench/results", "where the JSON report and SVG charts go, under the repository (empty: nowhere)")
 	flag.Parse()
+	o.managerArgs = strings.Fields(*managerArgs)
 	o.memoryPods = sizes(*memory)
 	if *list {
 		for _, s := range allScenarios() {
@@ -76,6 +78,7 @@ type options struct {
 	unmanagedPods                   int
 	out                             string
 	realNodes, realPods             int
+	managerArgs                     []string
 }
 
 // pick keeps the scenarios whose name matches one of the comma-separated

@@ -127,7 +127,7 @@ func startBench(ctx context.Context, o options) (*bench, error) {
 		return nil, err
 	}
 	b.pprof = fmt.Sprintf("127.0.0.1:%d", pprofPort[0])
-	b.l, err = b.c.StartLifeline(ctx, cluster.LifelineOptions{Root: root, Dir: dir, QPS: o.qps, Args: []string{"--pprof-bind-address=" + b.pprof}})
+	b.l, err = b.c.StartLifeline(ctx, cluster.LifelineOptions{Root: root, Dir: dir, QPS: o.qps, Args: append([]string{"--pprof-bind-address=" + b.pprof}, o.managerArgs...)})
 	if b.l != nil {
 		scraper = b.l.Scraper
 	}

@@ -21,6 +21,11 @@ const PauseImage = "lifeline.test/pause:1"
 // hold (TestAppImage). "broken" never becomes ready.
 var TestAppVersions = []string{"v1", "v2", "v3", "broken"}
 
+// TestAppAlias is a second tag of version v1's image, for an update whose
+// new tag resolves to the image the container already runs (the same image
+// ID).
+const TestAppAlias = "v1-again"
+
 // TestAppImage is the image of one version of hack/testapp; pods use it
 // with imagePullPolicy Never or IfNotPresent.
 func TestAppImage(version string) string { return "lifeline.test/testapp:" + version }
@@ -94,6 +99,12 @@ func (c *Cluster) buildTestImages(ctx context.Context, shared string) (string, e
 			return "", err
 		}
 	}
+	alias, err := name.NewTag(TestAppImage(TestAppAlias))
+	if err != nil {
+		return "", err
+	}
+	v1tag, _ := name.NewTag(TestAppImage("v1"))
+	images[alias] = images[v1tag]
 	path := filepath.Join(shared, "test-images.tar")
 	return path, tarball.MultiRefWriteToFile(path, images)
 }

@@ -107,9 +107,6 @@ func serve(ctx context.Context, root, devDir string, nodes, realNodes int, profi
 	if err := copyFile(c.Kubeconfig, kubeconfig); err != nil {
 		return err
 	}
-	if err := os.WriteFile(ready, []byte(time.Now().Format(time.RFC3339)+"\n"), 0o644); err != nil {
-		return err
-	}
 	fmt.Printf(`
 Lifeline's local cluster is up. Press Ctrl-C to stop it.
 
@@ -132,6 +129,11 @@ The seeds' service registry is an etcd at %[4]s (also in
   make demo       # scale up, update in place (a CloneSet, an Advanced StatefulSet), ReCreate, scale down: each step's timeline
   kubectl lifeline status clone/cloneset-lifecycle-demo -n demo   # after make plugin: why a rollout waits
 `, kubeconfig, kubectl, filepath.Join(c.Dir, "logs"), registry.Endpoint, filepath.Join(devDir, "registry-endpoint"))
+	// Ready once the message is out: whoever waits for the file (make
+	// test's TestMakeDevComesUpAndTearsDownWhole) reads it next.
+	if err := os.WriteFile(ready, []byte(time.Now().Format(time.RFC3339)+"\n"), 0o644); err != nil {
+		return err
+	}
 
 	// Stay up until interrupted, or until a component dies: a cluster
 	// missing a component is not worth keeping up silently.

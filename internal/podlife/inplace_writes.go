@@ -111,9 +111,11 @@ func batchOf(pod *corev1.Pod, images map[string]string) []string {
 	return batch
 }
 
-// lastImageIDs records, over known, the image IDs the batch's containers
-// run now, against which the kubelet's restart with the new image is
-// recognised.
+// lastImageIDs records, over known, the image and container IDs of the
+// batch's containers now, against which the kubelet's restart with the new
+// image is recognised. The pod write that carries them is conditioned on
+// the pod's resourceVersion, so they are the containers the kubelet had
+// reported when the new spec was written.
 func lastImageIDs(pod *corev1.Pod, batch []string, known map[string]pub.InPlaceUpdateContainerStatus) map[string]pub.InPlaceUpdateContainerStatus {
 	out := map[string]pub.InPlaceUpdateContainerStatus{}
 	for k, v := range known {
@@ -121,7 +123,7 @@ func lastImageIDs(pod *corev1.Pod, batch []string, known map[string]pub.InPlaceU
 	}
 	for _, st := range pod.Status.ContainerStatuses {
 		if slices.Contains(batch, st.Name) {
-			out[st.Name] = pub.InPlaceUpdateContainerStatus{ImageID: st.ImageID}
+			out[st.Name] = pub.InPlaceUpdateContainerStatus{ImageID: st.ImageID, ContainerID: st.ContainerID}
 		}
 	}
 	return out

@@ -39,7 +39,7 @@ func TestRevisionMatchesOpenKruiseVector(t *testing.T) {
 		cr.Annotations[appsv1alpha1.VolumeClaimTemplatesHashAnnotation] != "" {
 		t.Errorf("revision: name %s, number %d, labels %v, annotations %v", cr.Name, cr.Revision, cr.Labels, cr.Annotations)
 	}
-	if ref := metav1.GetControllerOf(cr); ref == nil || ref.UID != "uid-1" || ref.Kind != "CloneSet" || ref.APIVersion != "apps.kruise.io/v1alpha1" {
+	if ref := metav1.GetControllerOf(cr); ref == nil || ref.UID != "uid-1" || ref.Kind != "CloneSet" || ref.APIVersion != "apps.kruise.io/v1beta1" {
 		t.Errorf("owner: %+v", ref)
 	}
 }

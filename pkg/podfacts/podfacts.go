@@ -150,6 +150,13 @@ func InPlaceUpdateDone(pod *corev1.Pod) bool {
 // far runs its new image: its status shows a new imageID, or the spec's
 // image (the same image behind a new tag keeps its imageID). As in
 // OpenKruise, a spec image without a tag is compared as ":latest".
+//
+// A new tag that names the image the container already ran keeps its
+// imageID, and containerd reports such an image by its first tag, not the
+// spec's: OpenKruise's rule then waits forever (openkruise/kruise#2297,
+// unless its node daemon reports the kubelet's spec hash). Lifeline also
+// counts a running container other than the one recorded when the update
+// was written: the kubelet started it from the new spec.
 func ContainersUpdated(pod *corev1.Pod, st *pub.InPlaceUpdateState) bool {
 	statuses := map[string]corev1.ContainerStatus{}
 	for _, cs := range pod.Status.ContainerStatuses {
@@ -161,11 +168,18 @@ func ContainersUpdated(pod *corev1.Pod, st *pub.InPlaceUpdateState) bool {
 			continue
 		}
 		status, ok := statuses[c.Name]
-		if !ok || (status.ImageID == last.ImageID && status.Image != WithDefaultTag(c.Image)) {
+		if !ok || (status.ImageID == last.ImageID && status.Image != WithDefaultTag(c.Image) && !restartedSince(status, last)) {
 			return false
 		}
 	}
 	return true
+}
+
+// restartedSince reports whether the container running now is another than
+// the one recorded (a waiting container, such as one whose image cannot be
+// pulled, is not).
+func restartedSince(status corev1.ContainerStatus, last pub.InPlaceUpdateContainerStatus) bool {
+	return last.ContainerID != "" && status.State.Running != nil && status.ContainerID != "" && status.ContainerID != last.ContainerID
 }
 
 // WithDefaultTag appends ":latest" to an image without a ":" (OpenKruise's

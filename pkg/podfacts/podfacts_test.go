@@ -112,3 +112,36 @@ func TestIsActive(t *testing.T) {
 		}
 	}
 }
+
+// TestSameImageUnderAnotherTagIsDoneOnceRestarted: the new tag names the
+// image the container ran (same imageID) and the runtime reports the image
+// by another of its tags; the update is done once a container other than
+// the recorded one runs, never while the recorded one still does, nor
+// while the new one waits (an image that cannot be pulled), nor on a
+// record without the container (written by OpenKruise).
+func TestSameImageUnderAnotherTagIsDoneOnceRestarted(t *testing.T) {
+	const record = `{"revision":"r2","updateTimestamp":null,"lastContainerStatuses":{"main":{"imageID":"sha256:one","containerID":"containerd://a"}}}`
+	const kruiseRecord = `{"revision":"r2","updateTimestamp":null,"lastContainerStatuses":{"main":{"imageID":"sha256:one"}}}`
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	waiting := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}
+	for _, c := range []struct {
+		name, record, containerID string
+		state                     corev1.ContainerState
+		done                      bool
+	}{
+		{"the recorded container still runs", record, "containerd://a", running, false},
+		{"a new container runs", record, "containerd://b", running, true},
+		{"the new container waits", record, "containerd://b", waiting, false},
+		{"no container reported", record, "", running, false},
+		{"OpenKruise's record", kruiseRecord, "containerd://b", running, false},
+	} {
+		p := pod(pub.LifecycleStateUpdating, time.Minute, func(p *corev1.Pod) {
+			p.Annotations = map[string]string{pub.InPlaceUpdateStateKey: c.record}
+			p.Spec.Containers = []corev1.Container{{Name: "main", Image: "app:v1-again"}}
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "app:v1", ImageID: "sha256:one", ContainerID: c.containerID, State: c.state}}
+		})
+		if got := InPlaceUpdateDone(p); got != c.done {
+			t.Errorf("%s: done %t, want %t", c.name, got, c.done)
+		}
+	}
+}

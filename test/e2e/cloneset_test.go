@@ -98,6 +98,20 @@ func TestCloneSetScalesUpWithNamedPodsAndFullStatus(t *testing.T) {
 		!strings.HasPrefix(st.UpdateRevision, "web-") {
 		t.Errorf("status: %+v", st)
 	}
+	// The pods' owner reference names the version the API server's
+	// discovery prefers, the one kube-controller-manager's garbage
+	// collector observes CloneSets in: another version makes it read
+	// every new pod and its CloneSet back from the API server.
+	group, err := client.Discovery().ServerGroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	preferred := ""
+	for _, g := range group.Groups {
+		if g.Name == appsv1alpha1.GroupVersion.Group {
+			preferred = g.PreferredVersion.GroupVersion
+		}
+	}
 	ids := map[string]bool{}
 	for _, p := range clonePods(t, cs) {
 		id := p.Labels[appsv1alpha1.CloneSetInstanceID]
@@ -109,8 +123,8 @@ func TestCloneSetScalesUpWithNamedPodsAndFullStatus(t *testing.T) {
 			p.Annotations[pub.LifecycleTimestampKey] == "" || p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != strings.TrimPrefix(st.UpdateRevision, "web-") {
 			t.Errorf("pod %s labels %v annotations %v", p.Name, p.Labels, p.Annotations)
 		}
-		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != cs.UID || ref.APIVersion != "apps.kruise.io/v1alpha1" {
-			t.Errorf("pod %s owner %+v", p.Name, ref)
+		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != cs.UID || ref.APIVersion != preferred || preferred != "apps.kruise.io/v1beta1" {
+			t.Errorf("pod %s owner %+v; preferred version %s", p.Name, ref, preferred)
 		}
 	}
 	if len(ids) != 5 {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/test/testenv"
 )
 
 // TestOpenKruiseRunsOnTheLocalCluster is the ground the migration tests
@@ -59,4 +60,13 @@ func TestOpenKruiseRunsOnTheLocalCluster(t *testing.T) {
 		}
 		t.Logf("pod %s: owner %s, labels %v", p.Name, owner.APIVersion, p.Labels)
 	}
+}
+
+// TestOpenKruiseNamesTheRecordedRevisions: OpenKruise's manager on the
+// cluster names every set of the golden corpora as its code did when the
+// vectors were recorded (hack/kruisevectors), which is what Lifeline's
+// revision tests compare with (test/e2e runs the same check on Lifeline).
+func TestOpenKruiseNamesTheRecordedRevisions(t *testing.T) {
+	ensureOpenKruise(t)
+	testenv.CheckRevisions(t, &testenv.Kit{Cluster: local, K8s: k8s, Client: client})
 }

@@ -72,8 +72,14 @@ type InPlaceUpdateContainerBatch struct {
 // InPlaceUpdateContainerStatus is what was known of a container before it was
 // updated in place.
 type InPlaceUpdateContainerStatus struct {
-	ImageID   string                      `json:"imageID,omitempty"`
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	ImageID string `json:"imageID,omitempty"`
+	// ContainerID is the container that ran when the update was written,
+	// Lifeline's addition (OpenKruise ignores it): a running container
+	// with another ID was started from the new spec, which tells a
+	// finished update whose new tag names the same image (same imageID)
+	// from one the kubelet has not applied yet.
+	ContainerID string                      `json:"containerID,omitempty"`
+	Resources   corev1.ResourceRequirements `json:"resources,omitempty"`
 }
 
 // InPlaceUpdateStrategy tunes in-place updates.

@@ -16,7 +16,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/internal/workloadspec"
 )
 
-var cloneSetKind = appsv1alpha1.GroupVersion.WithKind("CloneSet")
+var cloneSetKind = revision.CloneSetOwnerKind
 
 // templateOf reads the pod template stored in a ControllerRevision.
 var templateOf = revision.TemplateOf

@@ -77,7 +77,43 @@ func podBlocker(s Snapshot, pod *corev1.Pod) *Blocker {
 	if podfacts.IsAvailable(pod, w.MinReadySeconds, now) {
 		return nil
 	}
-	return readinessBlocker(pod, w.MinReadySeconds, now)
+	b := readinessBlocker(pod, w.MinReadySeconds, now)
+	if warning := imageWarning(s.Events, pod); warning != "" {
+		b.Message += "; " + warning
+	}
+	return b
+}
+
+// imageWarning is the kubelet's newest Warning about the image of one of
+// pod's waiting containers, or "". A real kubelet that cannot pull an image
+// the container ran before spends most of its retries reporting
+// CrashLoopBackOff (its restart back-off), so only its Events still say
+// why.
+func imageWarning(events []Event, pod *corev1.Pod) string {
+	var images []string
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Waiting == nil {
+			continue
+		}
+		for _, c := range pod.Spec.Containers {
+			if c.Name == cs.Name && !strings.Contains(cs.State.Waiting.Message, c.Image) {
+				images = append(images, c.Image)
+			}
+		}
+	}
+	var newest *Event
+	for i, e := range events {
+		if e.Type != corev1.EventTypeWarning || e.Regarding != "Pod/"+pod.Name || (newest != nil && !e.Time.After(newest.Time)) {
+			continue
+		}
+		if slices.ContainsFunc(images, func(image string) bool { return strings.Contains(e.Message, image) }) {
+			newest = &events[i]
+		}
+	}
+	if newest == nil {
+		return ""
+	}
+	return fmt.Sprintf("the kubelet's last warning: %s: %s", newest.Reason, newest.Message)
 }
 
 // hookBlocker is a pod held in a hooked state by its hook's handlers, or
@@ -238,6 +274,10 @@ func readinessBlocker(pod *corev1.Pod, minReady int32, now time.Time) *Blocker {
 	if st := podfacts.InPlaceUpdateState(pod); st != nil && !podfacts.InPlaceUpdateDone(pod) {
 		b.Reason = "UpdatingInPlace"
 		b.Message = fmt.Sprintf("updating in place to revision %s: waiting for the kubelet to run the new images", podfacts.ShortHash(st.Revision))
+		if waiting := waitingContainers(pod); len(waiting) > 0 {
+			// An image that cannot be pulled holds the update for good.
+			b.Message += "; " + strings.Join(waiting, "; ")
+		}
 		b.Remedy = "the kubelet restarts its containers; if it does not, check the node and the image (kubectl -n " + pod.Namespace + " describe pod " + pod.Name + ")"
 		at(st.UpdateTimestamp.Time)
 		return b
@@ -268,11 +308,10 @@ func readinessBlocker(pod *corev1.Pod, minReady int32, now time.Time) *Blocker {
 // condition and its containers.
 func notReadyMessage(pod *corev1.Pod) string {
 	msg := "not Ready (phase " + string(pod.Status.Phase) + ")"
-	var parts []string
+	parts := waitingContainers(pod)
 	for _, cs := range pod.Status.ContainerStatuses {
 		switch {
 		case cs.State.Waiting != nil:
-			parts = append(parts, fmt.Sprintf("container %s waiting: %s", cs.Name, firstNonEmpty(cs.State.Waiting.Reason, cs.State.Waiting.Message)))
 		case cs.State.Terminated != nil:
 			parts = append(parts, fmt.Sprintf("container %s terminated: %s", cs.Name, cs.State.Terminated.Reason))
 		case !cs.Ready:
@@ -293,6 +332,23 @@ func notReadyMessage(pod *corev1.Pod) string {
 		msg += ": " + strings.Join(parts, "; ")
 	}
 	return msg
+}
+
+// waitingContainers says which containers wait and why, with the
+// kubelet's message when it has one (a pull error names the image and the
+// registry's answer).
+func waitingContainers(pod *corev1.Pod) []string {
+	var parts []string
+	for _, cs := range pod.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil {
+			why := firstNonEmpty(w.Reason, w.Message)
+			if w.Reason != "" && w.Message != "" {
+				why += " (" + w.Message + ")"
+			}
+			parts = append(parts, fmt.Sprintf("container %s waiting: %s", cs.Name, why))
+		}
+	}
+	return parts
 }
 
 // budgetBlockers names the outdated pods a budget that allows no more

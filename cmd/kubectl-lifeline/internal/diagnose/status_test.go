@@ -128,3 +128,43 @@ func TestAdaptersResolveTheRolloutLimits(t *testing.T) {
 		t.Errorf("statefulset: %+v", sts)
 	}
 }
+
+// TestAnInPlaceUpdateStuckOnAPullNamesTheError: the pod updating in place
+// whose new image cannot be pulled is named with the kubelet's reason and
+// message, not only as waiting for the kubelet.
+func TestAnInPlaceUpdateStuckOnAPullNamesTheError(t *testing.T) {
+	stuck := dpod("b", "9f8e", state(pub.LifecycleStateUpdating), func(p *corev1.Pod) {
+		p.Annotations[pub.InPlaceUpdateStateKey] = `{"revision":"agent-9f8e","updateTimestamp":"2026-11-26T11:59:00Z","lastContainerStatuses":{"main":{"imageID":"sha256:old"}}}`
+		p.Spec.Containers = []corev1.Container{{Name: "main", Image: "127.0.0.1:1/agent:v2"}}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "agent:v1", ImageID: "sha256:old", State: corev1.ContainerState{
+			Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "127.0.0.1:1/agent:v2"`}}}}
+	})
+	v := Status(Snapshot{Now: now, Workload: daemon(), Pods: []corev1.Pod{dpod("a", "9f8e"), stuck}})
+	if len(v.Blockers) != 1 || v.Blockers[0].Reason != "UpdatingInPlace" ||
+		!strings.Contains(v.Blockers[0].Message, `container main waiting: ImagePullBackOff (Back-off pulling image "127.0.0.1:1/agent:v2")`) {
+		t.Errorf("blockers %+v", v.Blockers)
+	}
+}
+
+// TestAPullErrorHiddenByTheRestartBackOffIsNamedFromTheEvents: a real
+// kubelet reports CrashLoopBackOff between its pulls; the kubelet's newest
+// Warning about the container's image says why.
+func TestAPullErrorHiddenByTheRestartBackOffIsNamedFromTheEvents(t *testing.T) {
+	stuck := dpod("b", "old", func(p *corev1.Pod) {
+		p.Spec.Containers = []corev1.Container{{Name: "main", Image: "127.0.0.1:1/agent:v2"}}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{
+			Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s restarting failed container=main"}}}}
+	})
+	events := []Event{
+		{Time: now.Add(-time.Minute), Type: "Warning", Reason: "Failed", Regarding: "Pod/b", Message: `Failed to pull image "127.0.0.1:1/agent:v2": connection refused`},
+		{Time: now.Add(-30 * time.Second), Type: "Warning", Reason: "BackOff", Regarding: "Pod/b", Message: "Back-off restarting failed container main"},
+		{Time: now.Add(-2 * time.Minute), Type: "Warning", Reason: "Failed", Regarding: "Pod/b", Message: `Error: ErrImagePull "127.0.0.1:1/agent:v2"`},
+	}
+	v := Status(Snapshot{Now: now, Workload: daemon(), Pods: []corev1.Pod{dpod("a", "9f8e"), stuck}, Events: events})
+	want := `the kubelet's last warning: Failed: Failed to pull image "127.0.0.1:1/agent:v2": connection refused`
+	if len(v.Blockers) == 0 || !strings.Contains(v.Blockers[len(v.Blockers)-1].Message, want) {
+		t.Errorf("blockers %+v, want one saying %q", v.Blockers, want)
+	}
+}
