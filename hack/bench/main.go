@@ -44,6 +44,7 @@ func main() {
 	flag.IntVar(&o.realNodes, "real-nodes", 2, "real nodes (kubelet and containerd) for the real-nodes scenario; 0 skips it")
 	flag.IntVar(&o.realPods, "real-pods", 30, "pods the real-nodes scenario rolls out")
 	managerArgs := flag.String("manager-args", "", "extra flags for lifeline-manager, space-separated (an experiment: --cloneset-create-pods-normal leaves the binds unpatched)")
+	flag.StringVar(&o.apiProfiles, "apiserver-profiles", "", "a folder: serve kube-apiserver's /debug/pprof and write a 15 s CPU profile of it from the start of each step there (<suite>-<n>.pprof)")
 	flag.StringVar(&o.out, "out", "bench/results", "where the JSON report and SVG charts go, under the repository (empty: nowhere)")
 	flag.Parse()
 	o.managerArgs = strings.Fields(*managerArgs)
@@ -79,6 +80,7 @@ type options struct {
 	out                             string
 	realNodes, realPods             int
 	managerArgs                     []string
+	apiProfiles                     string
 }
 
 // pick keeps the scenarios whose name matches one of the comma-separated

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -112,6 +113,7 @@ func (b *bench) measure(ctx context.Context, s suite, ns string, pods int,
 	}
 	webhookBefore := webhook()
 	apiBefore := b.apiServer(ctx)
+	b.profileAPIServer(ctx, s.name)
 	// Under -v: the manager's reconciles by controller and result.
 	reconciles := func() map[string]float64 {
 		out := map[string]float64{}
@@ -431,4 +433,23 @@ func meanMs(before, after reading) float64 {
 		return 0
 	}
 	return 1000 * (after.sum - before.sum) / (after.count - before.count)
+}
+
+// profileAPIServer writes, under -apiserver-profiles, a CPU profile of
+// kube-apiserver over the step's first 15 s, taken in the background.
+func (b *bench) profileAPIServer(ctx context.Context, suite string) {
+	if b.o.apiProfiles == "" {
+		return
+	}
+	b.profiles++
+	path := filepath.Join(b.o.apiProfiles, fmt.Sprintf("%s-%d.pprof", suite, b.profiles))
+	go func() {
+		raw, err := b.client.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "15").DoRaw(ctx)
+		if err == nil {
+			err = os.WriteFile(path, raw, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: profiling kube-apiserver:", err)
+		}
+	}()
 }

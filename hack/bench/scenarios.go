@@ -87,8 +87,10 @@ type bench struct {
 	client kubernetes.Interface
 	dir    string
 	audit  string
-	l      *cluster.Lifeline
-	kruise *cluster.OpenKruise
+	// profiles counts the API server profiles taken.
+	profiles int
+	l        *cluster.Lifeline
+	kruise   *cluster.OpenKruise
 	// pprof is the manager's pprof address (host:port).
 	pprof string
 	// removed is the binding webhook while it is out of the cluster.
@@ -111,7 +113,7 @@ func startBench(ctx context.Context, o options) (*bench, error) {
 	fmt.Printf("starting a local cluster (%d nodes, controller QPS %d)\n", o.nodes, o.qps)
 	// StatefulSets roll out maxUnavailable at a time, as Deployments
 	// and CloneSets do (beta in 1.35, off by default).
-	b.c, err = cluster.Start(ctx, cluster.Options{Dir: dir, Nodes: o.nodes, ControllerQPS: o.qps, AuditLog: b.audit, Progress: os.Stdout,
+	b.c, err = cluster.Start(ctx, cluster.Options{Dir: dir, Nodes: o.nodes, ControllerQPS: o.qps, AuditLog: b.audit, APIServerProfiling: o.apiProfiles != "", Progress: os.Stdout,
 		FeatureGates: "MaxUnavailableStatefulSet=true", RealNodes: o.realNodes})
 	if err != nil {
 		os.RemoveAll(dir)

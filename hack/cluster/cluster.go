@@ -47,6 +47,9 @@ type Options struct {
 	// AuditLog, if set, is where the API server writes one JSON line per
 	// request (metadata only), e.g. to count a controller's requests.
 	AuditLog string
+	// APIServerProfiling serves the API server's /debug/pprof (make
+	// bench -apiserver-profiles); off otherwise, as in hardened clusters.
+	APIServerProfiling bool
 	// Progress receives a line per step; nil discards them.
 	Progress io.Writer
 	// FeatureGates, if set, is passed to kube-apiserver and
@@ -265,7 +268,7 @@ func (c *Cluster) startControlPlane(ctx context.Context, opts Options) error {
 		// Lifeline's manager requires (WebhookClientName).
 		"--admission-control-config-file=" + admissionConfig,
 		"--allow-privileged=true",
-		"--profiling=false",
+		"--profiling=" + strconv.FormatBool(opts.APIServerProfiling),
 	}, append(auditArgs, featureGates(opts)...)...)...); err != nil {
 		return err
 	}

@@ -2,10 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/test/testenv"
 )
 
 func newCloneSet(ns, name string, replicas int32) *appsv1alpha1.CloneSet {
@@ -133,7 +131,10 @@ func TestCloneSetScalesUpWithNamedPodsAndFullStatus(t *testing.T) {
 	// The revision name is OpenKruise's for the same manifest, defaults
 	// and all (the golden vector OpenKruise v1.9.0's own code recorded),
 	// so migrated pods stay at their revision.
-	want := kruiseRevisionName(t, "demo")
+	want := testenv.RevisionNames(t, "internal/revision/testdata/kruise-v1.9.0.json")["demo"]
+	if want == "" {
+		t.Fatal("no golden vector for demo")
+	}
 	demo := newCloneSet(ns, "demo", 1)
 	demo.Spec.Template.Labels = map[string]string{"app": "demo"}
 	demo.Spec.Selector.MatchLabels = map[string]string{"app": "demo"}
@@ -143,30 +144,6 @@ func TestCloneSetScalesUpWithNamedPodsAndFullStatus(t *testing.T) {
 	if demo.Status.UpdateRevision != want {
 		t.Errorf("revision %s, OpenKruise names it %s", demo.Status.UpdateRevision, want)
 	}
-}
-
-// kruiseRevisionName is the revision name OpenKruise v1.9.0 gives the
-// corpus CloneSet of that name (internal/revision/testdata).
-func kruiseRevisionName(t *testing.T, name string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "internal", "revision", "testdata", "kruise-v1.9.0.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vectors []struct {
-		Name         string `json:"name"`
-		RevisionName string `json:"revisionName"`
-	}
-	if err := json.Unmarshal(data, &vectors); err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range vectors {
-		if v.Name == name {
-			return v.RevisionName
-		}
-	}
-	t.Fatalf("no golden vector for %s", name)
-	return ""
 }
 
 func TestCloneSetRecreateUpdateRespectsMaxUnavailableAndPartition(t *testing.T) {

@@ -54,7 +54,7 @@ func CheckRevisions(t *testing.T, k *Kit) {
 }
 
 func cloneSetRevisions(t *testing.T, k *Kit) {
-	vectors := revisionVectors(t, "internal/revision/testdata/kruise-v1.9.0.json")
+	vectors := RevisionNames(t, "internal/revision/testdata/kruise-v1.9.0.json")
 	ns := Namespace(t, k.Client)
 	var sets []expected
 	for _, cs := range decodeCorpus(t, "internal/revision/testdata/corpus.yaml", func() *appsv1alpha1.CloneSet { return &appsv1alpha1.CloneSet{} }) {
@@ -67,7 +67,7 @@ func cloneSetRevisions(t *testing.T, k *Kit) {
 }
 
 func statefulSetRevisions(t *testing.T, k *Kit) {
-	vectors := revisionVectors(t, "internal/statefulset/webhook/testdata/kruise-v1.9.0.json")
+	vectors := RevisionNames(t, "internal/statefulset/webhook/testdata/kruise-v1.9.0.json")
 	ns := Namespace(t, k.Client)
 	var sets []expected
 	for _, sts := range decodeCorpus(t, "internal/statefulset/webhook/testdata/corpus.yaml", func() *appsv1beta1.StatefulSet { return &appsv1beta1.StatefulSet{} }) {
@@ -122,9 +122,9 @@ func (k *Kit) compare(t *testing.T, sets []expected) {
 	}
 }
 
-// revisionVectors reads the revision names OpenKruise gave each set of a
-// corpus (hack/kruisevectors), path being under the repository.
-func revisionVectors(t *testing.T, path string) map[string]string {
+// RevisionNames reads the revision names OpenKruise gave each set of a
+// corpus (hack/kruisevectors), by set name; path is under the repository.
+func RevisionNames(t *testing.T, path string) map[string]string {
 	t.Helper()
 	data, err := readRepoFile(path)
 	if err != nil {
