@@ -103,8 +103,11 @@ func (c *Cluster) buildTestImages(ctx context.Context, shared string) (string, e
 	if err != nil {
 		return "", err
 	}
-	v1tag, _ := name.NewTag(TestAppImage("v1"))
-	images[alias] = images[v1tag]
+	v1, err := name.NewTag(TestAppImage("v1"))
+	if err != nil {
+		return "", err
+	}
+	images[alias] = images[v1]
 	path := filepath.Join(shared, "test-images.tar")
 	return path, tarball.MultiRefWriteToFile(path, images)
 }

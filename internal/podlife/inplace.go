@@ -160,7 +160,11 @@ func (l Life) RefreshInPlace(pod *corev1.Pod, updateRevision string) (Action, bo
 		if g := podfacts.Grace(pod); g != nil {
 			st := podfacts.InPlaceUpdateState(pod)
 			if st == nil || !l.Now.Before(st.UpdateTimestamp.Add(time.Duration(g.GraceSeconds)*time.Second)) {
-				return FinishGrace{Pod: pod, Writes: []PodWrite{finishGraceWrite(pod)}, Reason: "its grace period is over"}, true, nil
+				w, err := finishGraceWrite(pod)
+				if err != nil {
+					return nil, false, err
+				}
+				return FinishGrace{Pod: pod, Writes: []PodWrite{w}, Reason: "its grace period is over"}, true, nil
 			}
 			return nil, false, nil
 		}

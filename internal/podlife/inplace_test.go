@@ -3,10 +3,13 @@ package podlife
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 )
 
 func TestCanUpdateInPlace(t *testing.T) {
@@ -68,4 +71,35 @@ func prioritized(name, image, priority string) corev1.Container {
 		c.Env = []corev1.EnvVar{{Name: ContainerPriorityEnv, Value: priority}}
 	}
 	return c
+}
+
+// TestTheWriteApplyingImagesRestsOnTheContainersItRecords: the grace
+// period's end records the container running now (the kubelet restarted
+// the old one meanwhile, still on the old spec) and the rendered patch
+// fails if the kubelet reports yet another before it lands; a container
+// other than the recorded one would otherwise count the update done.
+func TestTheWriteApplyingImagesRestsOnTheContainersItRecords(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{
+		pub.InPlaceUpdateStateKey: `{"revision":"r2","updateTimestamp":null,"lastContainerStatuses":{"main":{"imageID":"sha256:one","containerID":"containerd://a"}}}`,
+		pub.InPlaceUpdateGraceKey: `{"revision":"r2","containerImages":{"main":"app:v2"},"graceSeconds":5}`,
+	}}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "side", Image: "side:v1"}, {Name: "main", Image: "app:v1"}}},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "side", ContainerID: "containerd://s"}, {Name: "main", ImageID: "sha256:one", ContainerID: "containerd://b"}}}}
+	w, err := finishGraceWrite(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.ExpectContainerIDs; len(got) != 1 || got["main"] != "containerd://b" {
+		t.Errorf("the write rests on %v, want main's running container b", got)
+	}
+	if !strings.Contains(w.Annotations[pub.InPlaceUpdateStateKey], `"containerID":"containerd://b"`) {
+		t.Errorf("record %s, want container b", w.Annotations[pub.InPlaceUpdateStateKey])
+	}
+	raw, err := w.Render(pod).Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"op":"test","path":"/status/containerStatuses/1/containerID","value":"containerd://b"}`; !strings.Contains(string(raw), want) {
+		t.Errorf("patch %s lacks %s", raw, want)
+	}
 }

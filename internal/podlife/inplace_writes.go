@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
@@ -65,6 +66,7 @@ func (l Life) inPlaceWrites(pod *corev1.Pod, rev string, change *InPlaceChange) 
 		w.SetAnnotation(pub.InPlaceUpdateGraceKey, string(grace))
 	} else {
 		w.Images = change.Images
+		w.ExpectContainerIDs = containerIDs(record.LastContainerStatuses, batch)
 	}
 	return append(writes, w), nil
 }
@@ -87,16 +89,50 @@ func (l Life) nextBatchWrite(pod *corev1.Pod, st *pub.InPlaceUpdateState, change
 		return PodWrite{}, err
 	}
 	return PodWrite{
-		Images:            change.Images,
-		Annotations:       map[string]string{pub.InPlaceUpdateStateKey: string(data)},
-		ExpectAnnotations: map[string]string{pub.InPlaceUpdateStateKey: old},
+		Images:             change.Images,
+		Annotations:        map[string]string{pub.InPlaceUpdateStateKey: string(data)},
+		ExpectAnnotations:  map[string]string{pub.InPlaceUpdateStateKey: old},
+		ExpectContainerIDs: containerIDs(st.LastContainerStatuses, batch),
 	}, nil
 }
 
 // finishGraceWrite applies the images held back for an in-place update's
-// grace period.
-func finishGraceWrite(pod *corev1.Pod) PodWrite {
-	return PodWrite{Images: podfacts.Grace(pod).ContainerImages, RemoveAnnotations: []string{pub.InPlaceUpdateGraceKey}}
+// grace period. A container the kubelet restarted during the grace period
+// still runs the old spec, so the record is brought up to the containers
+// running now, and the write rests on them and on the record it rewrites.
+func finishGraceWrite(pod *corev1.Pod) (PodWrite, error) {
+	grace := podfacts.Grace(pod)
+	w := PodWrite{Images: grace.ContainerImages, RemoveAnnotations: []string{pub.InPlaceUpdateGraceKey}}
+	st := podfacts.InPlaceUpdateState(pod)
+	if st == nil {
+		return w, nil
+	}
+	batch := batchOf(pod, grace.ContainerImages)
+	last := lastImageIDs(pod, batch, st.LastContainerStatuses)
+	if apiequality.Semantic.DeepEqual(last, st.LastContainerStatuses) {
+		w.ExpectContainerIDs = containerIDs(last, batch)
+		return w, nil
+	}
+	st.LastContainerStatuses = last
+	data, err := json.Marshal(st)
+	if err != nil {
+		return PodWrite{}, err
+	}
+	w.Annotations = map[string]string{pub.InPlaceUpdateStateKey: string(data)}
+	w.ExpectAnnotations = map[string]string{pub.InPlaceUpdateStateKey: pod.Annotations[pub.InPlaceUpdateStateKey]}
+	w.ExpectContainerIDs = containerIDs(st.LastContainerStatuses, batch)
+	return w, nil
+}
+
+// containerIDs are the recorded containers of batch that have an ID.
+func containerIDs(last map[string]pub.InPlaceUpdateContainerStatus, batch []string) map[string]string {
+	out := map[string]string{}
+	for _, name := range batch {
+		if id := last[name].ContainerID; id != "" {
+			out[name] = id
+		}
+	}
+	return out
 }
 
 // batchOf names the pod's containers whose images change, in the pod's
@@ -113,9 +149,9 @@ func batchOf(pod *corev1.Pod, images map[string]string) []string {
 
 // lastImageIDs records, over known, the image and container IDs of the
 // batch's containers now, against which the kubelet's restart with the new
-// image is recognised. The pod write that carries them is conditioned on
-// the pod's resourceVersion, so they are the containers the kubelet had
-// reported when the new spec was written.
+// image is recognised. The write that applies the images rests on those
+// container IDs (ExpectContainerIDs), so they are the containers the
+// kubelet had reported when the new spec was written.
 func lastImageIDs(pod *corev1.Pod, batch []string, known map[string]pub.InPlaceUpdateContainerStatus) map[string]pub.InPlaceUpdateContainerStatus {
 	out := map[string]pub.InPlaceUpdateContainerStatus{}
 	for k, v := range known {

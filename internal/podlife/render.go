@@ -3,6 +3,7 @@ package podlife
 import (
 	"maps"
 	"slices"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -18,6 +19,11 @@ func (w PodWrite) Render(pod *corev1.Pod) *podpatch.Patch {
 	p := podpatch.New(pod, true)
 	for _, k := range slices.Sorted(maps.Keys(w.ExpectAnnotations)) {
 		p.Test(podpatch.Pointer("metadata", "annotations", k), w.ExpectAnnotations[k])
+	}
+	for i, cs := range pod.Status.ContainerStatuses {
+		if id, ok := w.ExpectContainerIDs[cs.Name]; ok {
+			p.Test(podpatch.Pointer("status", "containerStatuses", strconv.Itoa(i), "containerID"), id)
+		}
 	}
 	if len(w.Labels) > 0 || len(w.RemoveLabels) > 0 {
 		p.SetLabels(w.Labels, w.RemoveLabels...)

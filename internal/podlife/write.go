@@ -25,6 +25,11 @@ type PodWrite struct {
 	// the labels and finalizers every write rests on: it fails, and the
 	// pod is planned again, if they changed meanwhile.
 	ExpectAnnotations map[string]string `json:"expectAnnotations,omitempty"`
+	// ExpectContainerIDs are the containers, by name, the write rests on:
+	// it fails if the kubelet has reported another container since (an
+	// in-place update's record must name the container its new images
+	// replace, see podfacts.ContainersUpdated).
+	ExpectContainerIDs map[string]string `json:"expectContainerIDs,omitempty"`
 }
 
 // Condition returns the condition of type t the write sets.

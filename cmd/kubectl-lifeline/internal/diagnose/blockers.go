@@ -311,7 +311,7 @@ func notReadyMessage(pod *corev1.Pod) string {
 	parts := waitingContainers(pod)
 	for _, cs := range pod.Status.ContainerStatuses {
 		switch {
-		case cs.State.Waiting != nil:
+		case cs.State.Waiting != nil: // listed by waitingContainers
 		case cs.State.Terminated != nil:
 			parts = append(parts, fmt.Sprintf("container %s terminated: %s", cs.Name, cs.State.Terminated.Reason))
 		case !cs.Ready:
