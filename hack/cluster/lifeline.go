@@ -193,11 +193,11 @@ func (l *Lifeline) WithArgs(args ...string) *Lifeline {
 	return &c
 }
 
-// PID returns the process id of a running component, or 0.
+// PID returns the process id of a component's newest start, or 0.
 func (c *Cluster) PID(name string) int {
-	for _, p := range c.procs {
-		if p.name == name {
-			return p.cmd.Process.Pid
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		if c.procs[i].name == name {
+			return c.procs[i].cmd.Process.Pid
 		}
 	}
 	return 0

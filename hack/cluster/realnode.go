@@ -202,7 +202,12 @@ func (c *Cluster) startKubelet(ctx context.Context, n *realNode) error {
 	if err := os.WriteFile(config, []byte(kubeletConfig(n, ports[0], c.ca.caFile(), cert, key)), 0o644); err != nil {
 		return err
 	}
-	return c.startInNode(n, "kubelet-"+n.name, c.Binaries["kubelet"],
+	unlock, err := lockFile(kubeletStartLock)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := c.startInNode(n, "kubelet-"+n.name, c.Binaries["kubelet"],
 		"--config="+config,
 		"--kubeconfig="+kubeconfig,
 		"--hostname-override="+n.name,
@@ -217,7 +222,40 @@ func (c *Cluster) startKubelet(ctx context.Context, n *realNode) error {
 		// default route's interface, the machine's own network.
 		"--cloud-provider=external",
 		"--v=1",
-	)
+	); err != nil {
+		return err
+	}
+	pid := c.PID("kubelet-" + n.name)
+	return c.poll(ctx, "kubelet of "+n.name+" listening on "+devicePluginSocket, time.Minute, func(context.Context) (bool, error) {
+		table, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/unix", pid))
+		return err == nil && listsUnixSocket(table, devicePluginSocket), nil
+	})
+}
+
+// devicePluginSocket is the kubelet's device-plugin registration socket,
+// one path on a machine whatever --root-dir says. A starting kubelet
+// removes the sockets in its folder and then binds its own, so two kubelets
+// starting at once (two clusters' nodes: test packages run in parallel)
+// race, and the one that binds second exits with "address already in
+// use" (CI of 11-28). Starts hold kubeletStartLock, machine-wide, until the
+// kubelet has bound it; the one before loses its socket's path, which
+// costs nothing here: no node runs device plugins.
+const (
+	devicePluginSocket = "/var/lib/kubelet/device-plugins/kubelet.sock"
+	kubeletStartLock   = "/run/lifeline-kubelet-start.lock"
+)
+
+// listsUnixSocket says whether a /proc/<pid>/net/unix table (the sockets
+// of the process's network namespace: a real node has its own) has a
+// socket bound to path, the table's last column.
+func listsUnixSocket(table []byte, path string) bool {
+	for _, line := range strings.Split(string(table), "\n")[1:] {
+		fields := strings.Fields(line)
+		if len(fields) == 8 && fields[7] == path {
+			return true
+		}
+	}
+	return false
 }
 
 // kubeletConfig is the kubelet's configuration: cgroup v1 with cgroupfs

@@ -111,3 +111,18 @@ func TestCNIConfigPerNode(t *testing.T) {
 		t.Errorf("subnets %v, want 4 distinct", subnets)
 	}
 }
+
+func TestListsUnixSocketReadsTheTablesPathColumn(t *testing.T) {
+	table := []byte(`Num       RefCount Protocol Flags    Type St Inode Path
+000000009b0336d4: 00000003 00000000 00000000 0001 03  1606
+00000000a1b2c3d4: 00000002 00000000 00010000 0001 01 24912 /var/lib/kubelet/device-plugins/kubelet.sock.old
+00000000a1b2c3d5: 00000002 00000000 00010000 0001 01 24913 @/var/lib/kubelet/device-plugins/kubelet.sock
+`)
+	if listsUnixSocket(table, devicePluginSocket) {
+		t.Errorf("a table without %s lists it", devicePluginSocket)
+	}
+	table = append(table, "00000000a1b2c3d6: 00000002 00000000 00010000 0001 01 24914 /var/lib/kubelet/device-plugins/kubelet.sock\n"...)
+	if !listsUnixSocket(table, devicePluginSocket) {
+		t.Errorf("a table with %s does not list it", devicePluginSocket)
+	}
+}
