@@ -57,11 +57,14 @@ generate: ## Regenerate deepcopy functions, CRDs, RBAC and webhook configuration
 	    output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 	    output:webhook:artifacts:config=config/webhook && \
 	  (cd pkg && $$CONTROLLER_GEN rbac:roleName=lifeline-bridge paths=./hook/... output:rbac:dir=../config/bridge) && \
+	  $$CONTROLLER_GEN rbac:roleName=lifeline-node-agent paths=./cmd/lifeline-node-agent/... output:rbac:dir=config/nodeagent && \
 	  $(GO) run ./hack/webhookselectors && \
 	  rm -rf charts/lifeline/crds charts/lifeline/files && mkdir -p charts/lifeline/crds charts/lifeline/files && \
 	  cp config/crd/bases/*.yaml charts/lifeline/crds/ && \
 	  cp config/rbac/role.yaml charts/lifeline/files/manager-role.yaml && \
 	  cp config/bridge/role.yaml charts/lifeline/files/bridge-role.yaml && \
+	  cp config/nodeagent/role.yaml charts/lifeline/files/node-agent-role.yaml && \
+	  cp config/nodeagent/policy.yaml charts/lifeline/files/node-agent-policy.yaml && \
 	  cp config/bridge/policy.yaml charts/lifeline/files/hook-operator-policy.yaml && \
 	  cp config/rbac/policy.yaml charts/lifeline/files/manager-policy.yaml && \
 	  cp config/webhook/manifests.yaml charts/lifeline/files/webhooks.yaml

@@ -120,7 +120,10 @@ func (c *Cluster) StartLifeline(ctx context.Context, o LifelineOptions) (*Lifeli
 	if err := c.StartProcess(l.Name, l.bin, l.args...); err != nil {
 		return nil, err
 	}
-	return l, c.waitReady(ctx, l)
+	if err := c.waitReady(ctx, l); err != nil {
+		return l, err
+	}
+	return l, c.startNodeAgents(ctx, o.Root, o.Dir)
 }
 
 // ManagersGroup is the group whose members the manager's admission policy

@@ -11,7 +11,9 @@
 //
 // What happens inside the container is appended, a line each, to
 // $EVENTS_DIR/$POD_NAME.$CONTAINER_NAME when EVENTS_DIR is set (a hostPath
-// the tests read): "start v1", "prestop v1", "sigterm v1", "exit v1".
+// the tests read): "start v1", "prestop v1", "sigterm v1", "exit v1". With
+// REPORT_ENV naming a variable, each start also appends NAME=value to the
+// same file's .env twin (what the kubelet gave this container).
 package main
 
 import (
@@ -52,6 +54,9 @@ func main() {
 
 func serve() {
 	logEvent("start")
+	if name := os.Getenv("REPORT_ENV"); name != "" {
+		appendLine(".env", name+"="+os.Getenv(name))
+	}
 	fmt.Println("testapp", version(), "started")
 	if os.Getenv("NEVER_READY") == "" {
 		if err := os.WriteFile(readyFile, []byte(version()), 0o644); err != nil {
@@ -83,16 +88,22 @@ func seconds(env string, def float64) time.Duration {
 // logEvent appends one line to this container's events file, with the
 // time, so a test can order what it reads against what it watched.
 func logEvent(what string) {
+	appendLine("", fmt.Sprintf("%s %s %s", time.Now().UTC().Format(time.RFC3339Nano), what, version()))
+}
+
+// appendLine appends a line to this container's events file (suffix "")
+// or its twin.
+func appendLine(suffix, line string) {
 	dir := os.Getenv("EVENTS_DIR")
 	if dir == "" {
 		return
 	}
-	name := os.Getenv("POD_NAME") + "." + os.Getenv("CONTAINER_NAME")
+	name := os.Getenv("POD_NAME") + "." + os.Getenv("CONTAINER_NAME") + suffix
 	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "logging", what+":", err)
+		fmt.Fprintln(os.Stderr, "logging", line+":", err)
 		return
 	}
 	defer f.Close()
-	fmt.Fprintf(f, "%s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), what, version())
+	fmt.Fprintln(f, line)
 }

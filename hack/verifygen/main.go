@@ -15,7 +15,7 @@ import (
 )
 
 // generatedDirs are the folders make generate writes to.
-var generatedDirs = []string{"api", "config/crd", "config/rbac", "config/bridge", "config/webhook", "charts/lifeline/crds", "charts/lifeline/files"}
+var generatedDirs = []string{"api", "config/crd", "config/rbac", "config/bridge", "config/nodeagent", "config/webhook", "charts/lifeline/crds", "charts/lifeline/files"}
 
 func main() {
 	if err := run(); err != nil {

@@ -1,6 +1,7 @@
 package podlife
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
@@ -101,5 +102,32 @@ func TestTheWriteApplyingImagesRestsOnTheContainersItRecords(t *testing.T) {
 	}
 	if want := `{"op":"test","path":"/status/containerStatuses/1/containerID","value":"containerd://b"}`; !strings.Contains(string(raw), want) {
 		t.Errorf("patch %s lacks %s", raw, want)
+	}
+}
+
+func TestTheRecordSaysWhenEnvReadsChangedMetadata(t *testing.T) {
+	env := []corev1.EnvVar{{Name: "COLOR", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['color']"}}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "app:v1", Env: env}}}}
+	for _, tc := range []struct {
+		name   string
+		change *InPlaceChange
+		want   bool
+	}{
+		{"the label the env reads", &InPlaceChange{Labels: map[string]string{"color": "green"}}, true},
+		{"the label the env reads, removed", &InPlaceChange{RemovedLabels: []string{"color"}}, true},
+		{"another label", &InPlaceChange{Labels: map[string]string{"size": "xl"}, Images: map[string]string{"main": "app:v2"}}, false},
+		{"an annotation of the same key", &InPlaceChange{Annotations: map[string]string{"color": "green"}}, false},
+	} {
+		writes, err := Life{}.inPlaceWrites(pod, "r2", tc.change)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := &pub.InPlaceUpdateState{}
+		if err := json.Unmarshal([]byte(writes[len(writes)-1].Annotations[pub.InPlaceUpdateStateKey]), st); err != nil {
+			t.Fatal(err)
+		}
+		if st.UpdateEnvFromMetadata != tc.want {
+			t.Errorf("%s: updateEnvFromMetadata = %v, want %v", tc.name, st.UpdateEnvFromMetadata, tc.want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package podlife
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -30,6 +31,7 @@ func (l Life) inPlaceWrites(pod *corev1.Pod, rev string, change *InPlaceChange) 
 	batch := batchOf(pod, change.Images)
 	record := pub.InPlaceUpdateState{
 		Revision: rev, UpdateTimestamp: metav1.NewTime(l.Now), UpdateImages: len(change.Images)+len(change.NextImages) > 0,
+		UpdateEnvFromMetadata:  readsChangedMetadata(pod, change),
 		LastContainerStatuses:  lastImageIDs(pod, batch, nil),
 		NextContainerImages:    change.NextImages,
 		ContainerBatchesRecord: []pub.InPlaceUpdateContainerBatch{{Timestamp: metav1.NewTime(l.Now), Containers: batch}},
@@ -163,4 +165,15 @@ func lastImageIDs(pod *corev1.Pod, batch []string, known map[string]pub.InPlaceU
 		}
 	}
 	return out
+}
+
+// readsChangedMetadata reports whether a container's env reads a label or
+// annotation the update changes: a node agent then restarts it
+// (podfacts.EnvFromMetadataUpdated).
+func readsChangedMetadata(pod *corev1.Pod, change *InPlaceChange) bool {
+	labels := append(slices.Collect(maps.Keys(change.Labels)), change.RemovedLabels...)
+	annotations := append(slices.Collect(maps.Keys(change.Annotations)), change.RemovedAnnotations...)
+	return slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool {
+		return podfacts.ReadsMetadataKeys(c, labels, annotations)
+	})
 }

@@ -143,7 +143,7 @@ func InPlaceUpdateDone(pod *corev1.Pod) bool {
 	if st == nil {
 		return true
 	}
-	return len(st.NextContainerImages) == 0 && ContainersUpdated(pod, st)
+	return len(st.NextContainerImages) == 0 && ContainersUpdated(pod, st) && EnvFromMetadataUpdated(pod, st)
 }
 
 // ContainersUpdated reports whether every container the update changed so

@@ -96,3 +96,29 @@ type InPlaceUpdateStrategy struct {
 	// Ready before images are pre-downloaded.
 	ImagePreDownloadMinUpdatedReadyPods *int32 `json:"imagePreDownloadMinUpdatedReadyPods,omitempty"`
 }
+
+// RuntimeContainerMetaSet is what a node agent reports, in the
+// RuntimeContainerMetaKey annotation, of the containers that run a pod.
+type RuntimeContainerMetaSet struct {
+	Containers []RuntimeContainerMeta `json:"containers"`
+}
+
+// RuntimeContainerMeta is a node agent's report of one running container.
+type RuntimeContainerMeta struct {
+	Name         string                 `json:"name"`
+	ContainerID  string                 `json:"containerID"`
+	RestartCount int32                  `json:"restartCount"`
+	Hashes       RuntimeContainerHashes `json:"hashes"`
+}
+
+// RuntimeContainerHashes are hashes of what a container runs with.
+type RuntimeContainerHashes struct {
+	// PlainHash is the kubelet's hash of the container's spec (OpenKruise's
+	// node daemon reports it; Lifeline's node agent leaves it 0).
+	PlainHash uint64 `json:"plainHash"`
+	// ExtractedEnvFromMetadataHash is the hash of the values the container
+	// runs with of its env taken from the pod's labels and annotations.
+	// Lifeline's node agent reads them from the runtime; its hash is not
+	// OpenKruise's (docs/compatibility.md).
+	ExtractedEnvFromMetadataHash uint64 `json:"extractedEnvFromMetadataHash,omitempty"`
+}
