@@ -8,7 +8,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"time"
 
@@ -27,12 +26,14 @@ import (
 
 // The agent's identity may read and patch pods (the admission policy
 // config/nodeagent/policy.yaml narrows its patches to its report on pods of
-// its own node), post events, and read its kubelet's pods (nodes/pods,
-// the kubelet's fine-grained authorization, GA in Kubernetes 1.36). Its markers live here, not in
+// its own node), post events, read its node (the kubelet's address and
+// port) and its kubelet's pods (nodes/pods, the kubelet's fine-grained
+// authorization, GA in Kubernetes 1.36). Its markers live here, not in
 // internal/nodeagent, whose markers would join the manager's role.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=nodes/pods,verbs=get
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get
 
 func main() {
 	if err := run(); err != nil {
@@ -48,7 +49,7 @@ func run() error {
 	var metrics metricsauth.Options
 	flag.StringVar(&node, "node-name", os.Getenv("NODE_NAME"), "The node whose pods the agent looks after (default $NODE_NAME).")
 	flag.StringVar(&endpoint, "cri-endpoint", "unix:///run/containerd/containerd.sock", "The node's container runtime (CRI) endpoint.")
-	flag.StringVar(&kubeletURL, "kubelet-url", "", "The node's kubelet API (default https://$HOST_IP:10250).")
+	flag.StringVar(&kubeletURL, "kubelet-url", "", "The node's kubelet API (default: the node's InternalIP and the port its status gives).")
 	flag.StringVar(&kubeletCA, "kubelet-ca", "", "CA bundle of the kubelet's serving certificate (default: the API server's CA).")
 	flag.BoolVar(&kubeletInsecure, "kubelet-insecure-tls", false, "Do not verify the kubelet's serving certificate (a self-signed one).")
 	flag.DurationVar(&settle, "kubelet-settle", 2*time.Second,
@@ -62,12 +63,7 @@ func run() error {
 	if node == "" {
 		return fmt.Errorf("--node-name (or $NODE_NAME) is required")
 	}
-	if kubeletURL == "" {
-		if os.Getenv("HOST_IP") == "" {
-			return fmt.Errorf("--kubelet-url (or $HOST_IP) is required")
-		}
-		kubeletURL = "https://" + net.JoinHostPort(os.Getenv("HOST_IP"), "10250")
-	}
+
 	ctx := ctrl.SetupSignalHandler()
 	// The runtime first: an agent that cannot reach it says so and stops.
 	cri, err := nodeagent.DialCRI(ctx, endpoint)
@@ -79,8 +75,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if kubeletCA == "" {
-		kubeletCA = restConfig.CAFile
+	if kubeletURL == "" {
+		if kubeletURL, err = nodeagent.KubeletURL(ctx, restConfig, node); err != nil {
+			return err
+		}
 	}
 	kubelet, err := nodeagent.NewKubeletClient(restConfig, kubeletURL, kubeletCA, kubeletInsecure)
 	if err != nil {

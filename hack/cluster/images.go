@@ -22,7 +22,7 @@ import (
 )
 
 // Images are the programs Lifeline ships as container images.
-var Images = []string{"lifeline-manager", "lifeline-bridge"}
+var Images = []string{"lifeline-manager", "lifeline-bridge", "lifeline-node-agent"}
 
 // ImageUser is the non-root user and group the images run as (distroless'
 // "nonroot").

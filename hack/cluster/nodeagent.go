@@ -69,7 +69,6 @@ func (c *Cluster) startNodeAgents(ctx context.Context, root, dir string) error {
 		}
 		name := "lifeline-node-agent-" + n.name
 		if err := c.StartProcess(name, bin, "--kubeconfig="+kubeconfig, "--node-name="+n.name, "--cri-endpoint=unix://"+n.socket(),
-			fmt.Sprintf("--kubelet-url=https://%s:%d", n.ip, n.kubeletPort), "--kubelet-ca="+c.ca.caFile(),
 			"--metrics-bind-address=0", fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[0])); err != nil {
 			return err
 		}

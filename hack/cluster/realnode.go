@@ -47,8 +47,6 @@ type realNode struct {
 	// ip is the node's InternalIP, its address in net.
 	ip  net.IP
 	net *nodeNet
-	// kubeletPort is where the kubelet serves its API, at ip.
-	kubeletPort int
 }
 
 // RealNodeNames are the cluster's real nodes (Options.RealNodes).
@@ -200,7 +198,6 @@ func (c *Cluster) startKubelet(ctx context.Context, n *realNode) error {
 	if err != nil {
 		return err
 	}
-	n.kubeletPort = ports[0]
 	config := filepath.Join(n.dir, "kubelet.yaml")
 	if err := os.WriteFile(config, []byte(kubeletConfig(n, ports[0], c.ca.caFile(), cert, key)), 0o644); err != nil {
 		return err

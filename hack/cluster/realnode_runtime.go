@@ -23,7 +23,26 @@ func (n *realNode) shortDir() string {
 // shortLinks holds the nodes' short links; the tear-down removes them.
 const shortLinks = "/run/lifeline"
 
-func (n *realNode) socket() string { return filepath.Join(n.shortDir(), "containerd.sock") }
+// socket is the node's containerd socket, in a folder named after the
+// node under the cluster's CRISocketDir: the chart's node agent mounts
+// that folder and finds its node's socket by its node's name.
+func (n *realNode) socket() string { return filepath.Join(n.socketDir(), "containerd.sock") }
+
+func (n *realNode) socketDir() string {
+	id := strings.TrimPrefix(n.cgroupRoot, "/lifeline-")
+	return filepath.Join(shortLinks, id[:strings.LastIndex(id, "-")], n.name)
+}
+
+// CRISocketDir is the folder of the real nodes' containerd sockets, one
+// folder per node name holding containerd.sock (the chart's
+// nodeAgent.criSocketDir, with nodeAgent.criSocket
+// "$(NODE_NAME)/containerd.sock").
+func (c *Cluster) CRISocketDir() string {
+	if len(c.realNodes) == 0 {
+		return ""
+	}
+	return filepath.Dir(c.realNodes[0].socketDir())
+}
 
 // startInNode runs a node's component inside its network namespace.
 func (c *Cluster) startInNode(n *realNode, name, path string, args ...string) error {
@@ -36,7 +55,7 @@ func (c *Cluster) startContainerd(ctx context.Context, n *realNode, shared strin
 			return err
 		}
 	}
-	if err := os.MkdirAll(shortLinks, 0o755); err != nil {
+	if err := os.MkdirAll(n.socketDir(), 0o755); err != nil {
 		return err
 	}
 	_ = os.Remove(n.shortDir()) // a crashed run's

@@ -130,6 +130,10 @@ func (c *Cluster) stopRealNodes() []error {
 		if err := os.Remove(n.shortDir()); err != nil && !os.IsNotExist(err) {
 			errs = append(errs, err)
 		}
+		if err := os.RemoveAll(n.socketDir()); err != nil {
+			errs = append(errs, err)
+		}
+		removeEmpty(filepath.Dir(n.socketDir()))
 	}
 	errs = append(errs, sweepShared(c.Dir)...)
 	c.realNodes = nil

@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -28,13 +32,19 @@ type KubeletClient struct {
 
 // NewKubeletClient calls the kubelet at url with the credentials of cfg
 // (the agent's token), trusting caFile for the kubelet's serving
-// certificate, or nothing with insecure (kubelets often serve a
-// self-signed one).
+// certificate (empty: the API server's CA), or nothing with insecure
+// (kubelets often serve a self-signed one).
 func NewKubeletClient(cfg *rest.Config, url, caFile string, insecure bool) (*KubeletClient, error) {
 	kc := rest.AnonymousClientConfig(cfg)
 	kc.BearerToken, kc.BearerTokenFile = cfg.BearerToken, cfg.BearerTokenFile
 	kc.CertFile, kc.KeyFile, kc.CertData, kc.KeyData = cfg.CertFile, cfg.KeyFile, cfg.CertData, cfg.KeyData
-	kc.TLSClientConfig.CAFile, kc.TLSClientConfig.CAData, kc.TLSClientConfig.Insecure = caFile, nil, insecure
+	if caFile != "" {
+		kc.TLSClientConfig.CAFile, kc.TLSClientConfig.CAData = caFile, nil
+	}
+	kc.TLSClientConfig.Insecure = insecure
+	if insecure {
+		kc.TLSClientConfig.CAFile, kc.TLSClientConfig.CAData = "", nil
+	}
 	kc.TLSClientConfig.ServerName = ""
 	client, err := rest.HTTPClientFor(kc)
 	if err != nil {
@@ -67,4 +77,24 @@ func (k *KubeletClient) Pod(ctx context.Context, uid types.UID) (*corev1.Pod, er
 		}
 	}
 	return nil, nil
+}
+
+// KubeletURL is the kubelet API of node, as its status gives it: its
+// InternalIP and the port the kubelet registered.
+func KubeletURL(ctx context.Context, cfg *rest.Config, node string) (string, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading node %s for its kubelet's address: %w", node, err)
+	}
+	port := n.Status.DaemonEndpoints.KubeletEndpoint.Port
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP && port > 0 {
+			return "https://" + net.JoinHostPort(a.Address, strconv.Itoa(int(port))), nil
+		}
+	}
+	return "", fmt.Errorf("node %s has no InternalIP or kubelet port in its status; give --kubelet-url", node)
 }

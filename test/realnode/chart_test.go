@@ -72,6 +72,7 @@ func TestChartOnRealNodes(t *testing.T) {
 
 	managers := runningOnRealNodes(t, client, "app.kubernetes.io/component=manager", 2)
 	runningOnRealNodes(t, client, "app.kubernetes.io/component=bridge", 1)
+	runningOnRealNodes(t, client, "app.kubernetes.io/component=node-agent", 2)
 	if managers[0].Spec.NodeName == managers[1].Spec.NodeName {
 		t.Errorf("both manager replicas on %s", managers[0].Spec.NodeName)
 	}
@@ -149,6 +150,10 @@ func TestChartOnRealNodes(t *testing.T) {
 		})
 	})
 
+	t.Run("the node agent restarts a container whose env reads a changed label", func(t *testing.T) {
+		envFromLabel(t, cc)
+	})
+
 	t.Run("helm upgrade rolls the replicas and keeps the certificate", func(t *testing.T) {
 		before, err := client.CoreV1().Secrets(chartNamespace).Get(ctx, "lifeline-webhook-certs", metav1.GetOptions{})
 		if err != nil {
@@ -204,7 +209,8 @@ func TestChartOnRealNodes(t *testing.T) {
 
 // chartValues writes the values a user of a cluster like this one sets:
 // the images loaded into the nodes, the host's network and the API
-// server's address, the real nodes, and the bridge for the seed scenario.
+// server's address, the real nodes, the node agent on them, and the bridge
+// for the seed scenario.
 func chartValues(t *testing.T, c *cluster.Cluster, registry string) string {
 	t.Helper()
 	server, err := url.Parse(c.Server())
@@ -217,6 +223,16 @@ func chartValues(t *testing.T, c *cluster.Cluster, registry string) string {
 hostNetwork: true
 apiServer: {host: %q, port: %s}
 %s
+nodeAgent:
+  enabled: true
+  image: {repository: ghcr.io/lifeline-k8s/lifeline-node-agent, tag: chart-test, pullPolicy: Never}
+  # The local cluster's real nodes each have their containerd socket in a
+  # folder named after the node.
+  criSocketDir: %q
+  criSocket: $(NODE_NAME)/containerd.sock
+  healthPort: 8092
+  metricsPort: 8454
+  nodeSelector: {%s: "true"}
 bridge:
   enabled: true
   replicas: 1
@@ -232,7 +248,7 @@ bridge:
     port: 80
     timeout: 1m
     etcd: {endpoints: [%q], prefix: /services}
-`, server.Hostname(), server.Port(), placement, indent(placement, "  "), registry)
+`, server.Hostname(), server.Port(), placement, c.CRISocketDir(), cluster.RealNodeLabel, indent(placement, "  "), registry)
 	path := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(path, []byte(values), 0o644); err != nil {
 		t.Fatal(err)
