@@ -131,3 +131,27 @@ func TestTheRecordSaysWhenEnvReadsChangedMetadata(t *testing.T) {
 		}
 	}
 }
+
+func TestAnUpdateDoneWithoutAgentWarnsOfTheEnvKeptOld(t *testing.T) {
+	env := []corev1.EnvVar{{Name: "COLOR", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['color']"}}}}
+	pod := func(annotations map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: annotations, Labels: map[string]string{pub.LifecycleStateKey: string(pub.LifecycleStateUpdating)}},
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "main", Env: env}, {Name: "side"}}}}
+	}
+	state := `{"revision":"r2","updateTimestamp":null,"lastContainerStatuses":{},"updateEnvFromMetadata":true}`
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		warn        bool
+	}{
+		{"no agent on the node", map[string]string{pub.InPlaceUpdateStateKey: state}, true},
+		{"an agent reports", map[string]string{pub.InPlaceUpdateStateKey: state, pub.RuntimeContainerMetaKey: `{"containers":[]}`}, false},
+		{"no env from the changed metadata", map[string]string{pub.InPlaceUpdateStateKey: `{"revision":"r2","updateTimestamp":null,"lastContainerStatuses":{}}`}, false},
+	} {
+		a := (Life{}).SetState(pod(tc.annotations), Transition{To: pub.LifecycleStateNormal, InPlaceDone: true}, "done").(SetState)
+		got := len(a.Warnings) == 1 && a.Warnings[0].Reason == "EnvFromMetadataNotRestarted" && strings.Contains(a.Warnings[0].Message, "containers main read")
+		if got != tc.warn || len(a.Warnings) > 1 {
+			t.Errorf("%s: warnings %+v, want the warning: %v", tc.name, a.Warnings, tc.warn)
+		}
+	}
+}

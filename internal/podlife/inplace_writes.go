@@ -2,8 +2,10 @@ package podlife
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -176,4 +178,24 @@ func readsChangedMetadata(pod *corev1.Pod, change *InPlaceChange) bool {
 	return slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool {
 		return podfacts.ReadsMetadataKeys(c, labels, annotations)
 	})
+}
+
+// envNotRestarted is the Warning for an in-place update done on a node no
+// agent reports on (podfacts.EnvFromMetadataUpdated does not wait there)
+// whose containers read labels or annotations it changed: they keep the
+// values they started with, which a person must know.
+func envNotRestarted(pod *corev1.Pod) []Warning {
+	st := podfacts.InPlaceUpdateState(pod)
+	if st == nil || !st.UpdateEnvFromMetadata || podfacts.RuntimeContainerMeta(pod) != nil {
+		return nil
+	}
+	var names []string
+	for _, c := range pod.Spec.Containers {
+		if len(podfacts.MetadataEnv(c)) > 0 {
+			names = append(names, c.Name)
+		}
+	}
+	return []Warning{{Reason: "EnvFromMetadataNotRestarted", Message: fmt.Sprintf(
+		"pod %s was updated in place, and its containers %s read labels or annotations the update changed: they keep the values they started with, as no node agent runs on node %s (the chart's nodeAgent.enabled restarts them)",
+		pod.Name, strings.Join(names, ", "), pod.Spec.NodeName)}}
 }

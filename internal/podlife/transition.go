@@ -62,6 +62,9 @@ func (l Life) SetState(pod *corev1.Pod, t Transition, reason string) Action {
 	for _, c := range missingGateConditions(pod) {
 		w.SetCondition(trueCondition(c, l.Now))
 	}
+	if t.InPlaceDone {
+		a.Warnings = append(a.Warnings, envNotRestarted(pod)...)
+	}
 	if (t.InPlaceDone || strandedNotReady(pod)) && podfacts.HasReadinessGate(pod, pub.InPlaceUpdateReady) {
 		w.SetCondition(trueCondition(pub.InPlaceUpdateReady, l.Now))
 	}
