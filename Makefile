@@ -3,6 +3,8 @@
 # ~/.cache/lifeline (override with LIFELINE_CACHE_DIR).
 
 GO ?= go
+# The Go go.mod asks for; a go command of 1.21 or newer fetches it itself.
+GO_MIN := $(shell sed -n 's/^go //p' go.mod)
 DEVCTL := $(GO) run ./hack/devctl
 # Modules besides the main one that make vet and make test cover: the
 # public API module, the kubectl plugin and the tools modules with tests of
@@ -11,7 +13,7 @@ DEVCTL := $(GO) run ./hack/devctl
 SUBMODULES := api pkg hack/tools/kwok cmd/kubectl-lifeline
 
 .PHONY: all
-all: build
+all: build ## The same as make build.
 
 .PHONY: build
 build: ## Build every binary into bin/: the main module's and the kubectl plugin (its own module).
@@ -27,12 +29,19 @@ krew: ## Build kubectl-lifeline's release archives and render .krew.yaml against
 	$(GO) run ./hack/krew -out bin/krew $(if $(TAG),-tag=$(TAG))
 
 .PHONY: images
-images: ## Build the manager and bridge images as tarballs in bin/images, without Docker (REGISTRY, TAG to name them).
+images: ## Build the manager, bridge and node agent images as tarballs in bin/images, without Docker (REGISTRY, TAG to name them).
 	$(GO) run ./hack/images $(if $(REGISTRY),-registry=$(REGISTRY)) $(if $(TAG),-tag=$(TAG))
 
 .PHONY: dev
 dev: ## Run a local cluster with Lifeline and the demo; Ctrl-C tears it down.
-	$(DEVCTL) up
+	@$(MAKE) --no-print-directory preflight
+	$(DEVCTL) up $(ARGS)
+
+.PHONY: preflight
+preflight: ## Check the Go command before anything is built: present, and new enough for go.mod (or able to fetch that toolchain).
+	@command -v $(GO) >/dev/null || { echo "no go command on PATH: install Go $(GO_MIN) or newer (https://go.dev/dl), or name it with GO=/path/to/go"; exit 1; }
+	@v=$$($(GO) env GOVERSION 2>/dev/null | sed 's/^go//'); \
+	  [ -n "$$v" ] && [ "$$(printf '%s\n' "1.21" "$$v" | sort -V | head -1)" = "1.21" ] || { echo "$(GO) is too old ($$($(GO) version)): Go $(GO_MIN) or newer is needed (Go 1.21 and later fetch it by themselves)"; exit 1; }
 
 .PHONY: demo
 demo: ## With make dev running: walk the seed scenario, showing the service registry at each step.
@@ -74,7 +83,7 @@ verify-generated: ## Fail when committed generated files differ from fresh ones.
 	$(GO) run ./hack/verifygen
 
 .PHONY: vet
-vet:
+vet: ## go vet of every module, and gofmt of every Go file.
 	$(GO) vet ./...
 	@for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 	@test -z "$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go'); exit 1; }
@@ -84,12 +93,18 @@ vet:
 # another's result.
 TEST_STEPS := tracked-files verify-generated vet test-main $(addprefix test-module/,$(SUBMODULES))
 
+# Where make test records each step's time and go test's JSON, from which
+# it prints, at its end, the steps' times and the slowest packages and tests.
+TEST_REPORT := bin/test-report
+
 .PHONY: test
-test: ## Unit, integration (envtest) and end-to-end (local cluster) tests of every module.
-	@failed=; for step in $(TEST_STEPS); do \
-	  echo "=== make $$step"; \
-	  $(MAKE) --no-print-directory $$step || failed="$$failed $$step"; \
+test: ## Unit, integration (envtest) and end-to-end (local cluster) tests of every module; ends with a table of each step's time and the slowest tests.
+	@rm -rf $(TEST_REPORT) && mkdir -p $(TEST_REPORT); failed=; for step in $(TEST_STEPS); do \
+	  echo "=== make $$step"; start=$$(date +%s); \
+	  if $(MAKE) --no-print-directory $$step; then result=ok; else result=FAILED; failed="$$failed $$step"; fi; \
+	  echo "$$step $$(( $$(date +%s) - start )) $$result" >> $(TEST_REPORT)/steps; \
 	done; \
+	$(GO) run ./hack/testreport $(TEST_REPORT); \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: all $(words $(TEST_STEPS)) steps passed"
 
@@ -99,19 +114,22 @@ tracked-files: ## Fail when git tracks an executable binary or a file over 1 MiB
 
 .PHONY: test-main
 test-main: ## The main module's tests: unit, integration and end-to-end.
-	KUBEBUILDER_ASSETS=$$($(DEVCTL) envtest) $(GO) test -count=1 -timeout 45m ./...
+	@mkdir -p $(TEST_REPORT)
+	GOTESTSUM=$$($(DEVCTL) bin gotestsum) && ASSETS=$$($(DEVCTL) envtest) && \
+	  KUBEBUILDER_ASSETS=$$ASSETS $$GOTESTSUM --format standard-quiet --jsonfile $(TEST_REPORT)/test-main.json -- -count=1 -timeout 45m ./...
 
 .PHONY: test-module/%
 test-module/%: ## The tests of one of the other modules (SUBMODULES).
-	cd $* && $(GO) test -count=1 ./...
+	@mkdir -p $(TEST_REPORT)
+	GOTESTSUM=$$($(DEVCTL) bin gotestsum) && cd $* && $$GOTESTSUM --format standard-quiet --jsonfile $(CURDIR)/$(TEST_REPORT)/$(subst /,_,$*).json -- -count=1 ./...
 
 .PHONY: unit
 unit: ## Tests that need no API server.
 	$(GO) test -count=1 -short ./...
 
 .PHONY: help
-help:
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+help: ## This list: every target, one line each.
+	@grep -E '^[a-z/%-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 .PHONY: rbac-audit
 rbac-audit: ## Remove each rule of the manager's and the bridge's roles in turn on a local cluster and print which probe fails without it (make test runs four), then, as the manager, a hook operator and a team that may patch pods, show every write outside what each may write refused.

@@ -29,7 +29,8 @@ type binary struct {
 	// Binaries for every cluster: only the migration tests run OpenKruise,
 	// only the krew manifest test runs krew, only make dashboard Prometheus,
 	// only a cluster with real nodes the kubelet, only the chart's
-	// cert-manager test cert-manager.
+	// cert-manager test cert-manager, only the HTTP registry's tests Consul,
+	// only the chart's tests Helm, only make test gotestsum.
 	onDemand bool
 }
 
@@ -42,11 +43,12 @@ var binaries = []binary{
 	{"kubelet", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kubelet", true},
 	{"controller-gen", "hack/tools", "sigs.k8s.io/controller-tools", "sigs.k8s.io/controller-tools/cmd/controller-gen", false},
 	{"kwok", "hack/tools/kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok", false},
-	{"consul", "hack/tools/consul", "github.com/hashicorp/consul", "github.com/hashicorp/consul", false},
-	{"helm", "hack/tools/helm", "helm.sh/helm/v4", "helm.sh/helm/v4/cmd/helm", false},
+	{"consul", "hack/tools/consul", "github.com/hashicorp/consul", "github.com/hashicorp/consul", true},
+	{"helm", "hack/tools/helm", "helm.sh/helm/v4", "helm.sh/helm/v4/cmd/helm", true},
 	{"kruise-manager", "hack/tools/kruise", "github.com/openkruise/kruise", "github.com/openkruise/kruise", true},
 	{"krew", "hack/tools/krew", "sigs.k8s.io/krew", "sigs.k8s.io/krew/cmd/krew", true},
 	{"prometheus", "hack/tools/prometheus", "github.com/prometheus/prometheus", "github.com/prometheus/prometheus/cmd/prometheus", true},
+	{"gotestsum", "hack/tools/gotestsum", "gotest.tools/gotestsum", "gotest.tools/gotestsum", true},
 	{"cert-manager", "hack/tools/certmanager", "github.com/cert-manager/cert-manager", "github.com/lifeline-k8s/lifeline/hack/tools/certmanager", true},
 }
 
@@ -194,6 +196,15 @@ func buildRecipe(b *binary, toolsDir string) (string, error) {
 		h.Write(data)
 	}
 	return fmt.Sprintf("-src%x", h.Sum(nil)[:4]), nil
+}
+
+// binary is the path of a binary by name: one Binaries built, else an
+// on-demand one, built now if missing (Binary finds it in the cache after).
+func (c *Cluster) binary(ctx context.Context, name string) (string, error) {
+	if p, ok := c.Binaries[name]; ok {
+		return p, nil
+	}
+	return Binary(ctx, name, c.progress)
 }
 
 // Binaries returns the paths of all binaries but the on-demand ones, by

@@ -84,7 +84,11 @@ func EtcdArgs(name, dataDir string, clientPort, peerPort int) []string {
 // StartRegistryAgain starts a registry stopped with StopProcess, with its
 // data, and waits until it answers.
 func (c *Cluster) StartRegistryAgain(ctx context.Context, r *Registry) error {
-	if err := c.StartProcess(r.Name, c.Binaries[r.binary], r.args...); err != nil {
+	bin, err := c.binary(ctx, r.binary)
+	if err != nil {
+		return err
+	}
+	if err := c.StartProcess(r.Name, bin, r.args...); err != nil {
 		return err
 	}
 	return c.waitHTTP(ctx, r.Name, r.Endpoint+r.health)

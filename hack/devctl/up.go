@@ -53,7 +53,11 @@ func serve(ctx context.Context, root, devDir string, nodes, realNodes int, profi
 		return err
 	}
 
-	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(devDir, "cluster"), Nodes: nodes, RealNodes: realNodes, Profile: profile, Progress: os.Stdout})
+	opts := cluster.Options{Dir: filepath.Join(devDir, "cluster"), Nodes: nodes, RealNodes: realNodes, Profile: profile, Progress: os.Stdout}
+	if err := cluster.Preflight(opts); err != nil {
+		return fmt.Errorf("make dev cannot start:\n%w", err)
+	}
+	c, err := cluster.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
