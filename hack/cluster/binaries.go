@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -99,6 +99,15 @@ func RepoRoot() (string, error) {
 // first if this version is not there yet. Concurrent callers, in this process
 // or others, wait for one build instead of racing.
 func Binary(ctx context.Context, name string, progress io.Writer) (string, error) {
+	paths, err := BuildBinaries(ctx, []string{name}, progress)
+	if err != nil {
+		return "", err
+	}
+	return paths[name], nil
+}
+
+// planBinary is where a binary of the pinned version goes in the cache.
+func planBinary(name string) (*plannedBinary, error) {
 	var b *binary
 	for i := range binaries {
 		if binaries[i].name == name {
@@ -106,52 +115,27 @@ func Binary(ctx context.Context, name string, progress io.Writer) (string, error
 		}
 	}
 	if b == nil {
-		return "", fmt.Errorf("unknown binary %q (known: %s)", name, strings.Join(BinaryNames(), ", "))
+		return nil, fmt.Errorf("unknown binary %q (known: %s)", name, strings.Join(BinaryNames(), ", "))
 	}
 	root, err := RepoRoot()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	toolsDir := filepath.Join(root, b.toolsDir)
 	version, err := moduleVersion(filepath.Join(toolsDir, "go.mod"), b.module)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	cache, err := CacheDir()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	recipe, err := buildRecipe(b, toolsDir)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	dir := filepath.Join(cache, "bin", b.name+"-"+version+recipe)
-	path := filepath.Join(dir, b.name)
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	unlock, err := lockFile(filepath.Join(dir, ".lock"))
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if _, err := os.Stat(path); err == nil {
-		return path, nil // another process built it while we waited
-	}
-	if progress != nil {
-		fmt.Fprintf(progress, "building %s %s (first time only; cached in %s)\n", b.name, version, dir)
-	}
-	tmp := path + ".tmp"
-	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", tmp}, append(versionFlags(b, version), b.goPackage)...)...)
-	cmd.Dir = toolsDir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("building %s: %w\n%s", b.name, err, out)
-	}
-	return path, os.Rename(tmp, path)
+	return &plannedBinary{binary: b, version: version, toolsDir: toolsDir, dir: dir, path: filepath.Join(dir, b.name)}, nil
 }
 
 // versionFlags stamp Kubernetes' binaries with their version, as its
@@ -207,22 +191,16 @@ func (c *Cluster) binary(ctx context.Context, name string) (string, error) {
 	return Binary(ctx, name, c.progress)
 }
 
-// Binaries returns the paths of all binaries but the on-demand ones, by
-// name, building what is missing.
-func Binaries(ctx context.Context, progress io.Writer) (map[string]string, error) {
-	paths := map[string]string{}
+// Binaries returns the paths of all binaries but the on-demand ones, and of
+// extra ones, by name, building what is missing (BuildBinaries).
+func Binaries(ctx context.Context, progress io.Writer, extra ...string) (map[string]string, error) {
+	names := slices.Clone(extra)
 	for _, b := range binaries {
-		if b.onDemand {
-			continue
+		if !b.onDemand {
+			names = append(names, b.name)
 		}
-		name := b.name
-		p, err := Binary(ctx, name, progress)
-		if err != nil {
-			return nil, err
-		}
-		paths[name] = p
 	}
-	return paths, nil
+	return BuildBinaries(ctx, names, progress)
 }
 
 // EnvtestAssets returns a folder holding etcd, kube-apiserver and kubectl, the
@@ -233,12 +211,13 @@ func EnvtestAssets(ctx context.Context, progress io.Writer) (string, error) {
 		return "", err
 	}
 	var paths []string
-	for _, name := range []string{"etcd", "kube-apiserver", "kubectl"} {
-		p, err := Binary(ctx, name, progress)
-		if err != nil {
-			return "", err
-		}
-		paths = append(paths, p)
+	names := []string{"etcd", "kube-apiserver", "kubectl"}
+	built, err := BuildBinaries(ctx, names, progress)
+	if err != nil {
+		return "", err
+	}
+	for _, name := range names {
+		paths = append(paths, built[name])
 	}
 	// The folder is named after the versioned binaries it links to, so a
 	// version bump gets a folder of its own.

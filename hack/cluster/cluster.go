@@ -127,7 +127,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			return nil, err
 		}
 	}
-	bins, err := Binaries(ctx, opts.Progress)
+	var extra []string
+	if opts.RealNodes > 0 {
+		extra = append(extra, "kubelet") // built with the control plane's binaries, in one go build
+	}
+	bins, err := Binaries(ctx, opts.Progress, extra...)
 	if err != nil {
 		return nil, err
 	}
