@@ -1,7 +1,7 @@
 // Command devctl is Lifeline's developer tool. The Makefile calls it; its
 // subcommands are:
 //
-//	devctl bin NAME       print the path of a pinned binary, building it into the cache if missing
+//	devctl bin NAME...    print the paths of pinned binaries, building those missing into the cache
 //	devctl envtest        print a KUBEBUILDER_ASSETS folder for envtest
 //	devctl up             run the local cluster for make dev (see up.go)
 //	devctl demo           walk make dev's seed scenario, showing the registry at each step (see demo.go)
@@ -40,14 +40,16 @@ func run(ctx context.Context, args []string) error {
 	}
 	switch args[0] {
 	case "bin":
-		if len(args) != 2 {
-			return fmt.Errorf("usage: devctl bin NAME (one of %v)", cluster.BinaryNames())
+		if len(args) < 2 {
+			return fmt.Errorf("usage: devctl bin NAME... (of %v)", cluster.BinaryNames())
 		}
-		path, err := cluster.Binary(ctx, args[1], os.Stderr)
+		paths, err := cluster.BuildBinaries(ctx, args[1:], os.Stderr)
 		if err != nil {
 			return err
 		}
-		fmt.Println(path)
+		for _, name := range args[1:] {
+			fmt.Println(paths[name])
+		}
 	case "envtest":
 		dir, err := cluster.EnvtestAssets(ctx, os.Stderr)
 		if err != nil {
