@@ -274,6 +274,14 @@ func readinessBlocker(pod *corev1.Pod, minReady int32, now time.Time) *Blocker {
 	if st := podfacts.InPlaceUpdateState(pod); st != nil && !podfacts.InPlaceUpdateDone(pod) {
 		b.Reason = "UpdatingInPlace"
 		b.Message = fmt.Sprintf("updating in place to revision %s: waiting for the kubelet to run the new images", podfacts.ShortHash(st.Revision))
+		if podfacts.Grace(pod) == nil && len(st.NextContainerImages) == 0 && podfacts.ContainersUpdated(pod, st) {
+			// Only the env read from labels or annotations is left.
+			b.Message = fmt.Sprintf("updating in place to revision %s: waiting for the node agent to restart %s with the labels and annotations the update changed",
+				podfacts.ShortHash(st.Revision), strings.Join(metadataEnvContainers(pod), ", "))
+			b.Remedy = "the node agent on " + pod.Spec.NodeName + " restarts them once the kubelet has the new values; if it does not, read its log (the lifeline-node-agent pod on that node)"
+			at(st.UpdateTimestamp.Time)
+			return b
+		}
 		if waiting := waitingContainers(pod); len(waiting) > 0 {
 			// An image that cannot be pulled holds the update for good.
 			b.Message += "; " + strings.Join(waiting, "; ")
@@ -440,4 +448,16 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// metadataEnvContainers names a pod's containers whose env reads a label or
+// annotation.
+func metadataEnvContainers(pod *corev1.Pod) []string {
+	var names []string
+	for _, c := range pod.Spec.Containers {
+		if len(podfacts.MetadataEnv(c)) > 0 {
+			names = append(names, c.Name)
+		}
+	}
+	return names
 }

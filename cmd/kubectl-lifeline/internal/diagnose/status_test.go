@@ -168,3 +168,25 @@ func TestAPullErrorHiddenByTheRestartBackOffIsNamedFromTheEvents(t *testing.T) {
 		t.Errorf("blockers %+v, want one saying %q", v.Blockers, want)
 	}
 }
+
+// TestAnInPlaceUpdateWaitingForTheNodeAgentSaysSo: the images run, and
+// only the env read from a changed label is left, which the node agent's
+// report does not show yet.
+func TestAnInPlaceUpdateWaitingForTheNodeAgentSaysSo(t *testing.T) {
+	waiting := dpod("b", "9f8e", state(pub.LifecycleStateUpdating), func(p *corev1.Pod) {
+		p.Annotations[pub.InPlaceUpdateStateKey] = `{"revision":"agent-9f8e","updateTimestamp":"2026-11-26T11:59:00Z","lastContainerStatuses":{},"updateEnvFromMetadata":true}`
+		p.Annotations[pub.RuntimeContainerMetaKey] = `{"containers":[{"name":"main","containerID":"containerd://old","restartCount":0,"hashes":{"plainHash":0,"extractedEnvFromMetadataHash":1}}]}`
+		p.Labels["color"] = "green"
+		p.Spec.NodeName = "node-1"
+		p.Spec.Containers = []corev1.Container{{Name: "main", Image: "agent:v1", Env: []corev1.EnvVar{{Name: "COLOR",
+			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['color']"}}}}}}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "agent:v1", ContainerID: "containerd://old",
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	})
+	v := Status(Snapshot{Now: now, Workload: daemon(), Pods: []corev1.Pod{dpod("a", "9f8e"), waiting}})
+	if len(v.Blockers) != 1 || v.Blockers[0].Reason != "UpdatingInPlace" ||
+		!strings.Contains(v.Blockers[0].Message, "waiting for the node agent to restart main") || !strings.Contains(v.Blockers[0].Remedy, "node-1") {
+		t.Errorf("blockers %+v", v.Blockers)
+	}
+}
