@@ -241,7 +241,7 @@ func (c *Cluster) startKubelet(ctx context.Context, n *realNode) error {
 // kubelet has bound it; the one before loses its socket's path, which
 // costs nothing here: no node runs device plugins.
 const (
-	devicePluginSocket = "/var/lib/kubelet/device-plugins/kubelet.sock"
+	devicePluginSocket = devicePluginDir + "/kubelet.sock"
 	kubeletStartLock   = "/run/lifeline-kubelet-start.lock"
 )
 
