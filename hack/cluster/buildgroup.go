@@ -119,7 +119,13 @@ func buildGroup(ctx context.Context, group []*plannedBinary, which string, progr
 	if s, ok := readBuildSeconds(times)[strings.Join(names, ",")]; ok {
 		estimate = fmt.Sprintf("; %s here last time", (time.Duration(s) * time.Second).String())
 	}
-	fmt.Fprintf(progress, "building %s (%s %s; group %s; first time only%s)\n", strings.Join(names, ", "), first.module, first.version, which, estimate)
+	var modules []string
+	for _, p := range missing {
+		if m := p.module + " " + p.version; !slices.Contains(modules, m) {
+			modules = append(modules, m)
+		}
+	}
+	fmt.Fprintf(progress, "building %s (%s; group %s; first time only%s)\n", strings.Join(names, ", "), strings.Join(modules, ", "), which, estimate)
 	tmp, err := os.MkdirTemp(filepath.Dir(first.dir), ".build-")
 	if err != nil {
 		return err
