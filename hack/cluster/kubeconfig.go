@@ -32,9 +32,19 @@ func (c *Cluster) writeKubeconfigTo(server, file, name string, subject pkix.Name
 		return "", err
 	}
 	read := func(p string) []byte { b, _ := os.ReadFile(p); return b }
+	return c.writeKubeconfigAs(server, file, name, &clientcmdapi.AuthInfo{ClientCertificateData: read(certFile), ClientKeyData: read(keyFile)})
+}
+
+// writeKubeconfigAs writes c.Dir/<file>.kubeconfig for server, trusting
+// the cluster's CA, with the credentials auth under name.
+func (c *Cluster) writeKubeconfigAs(server, file, name string, auth *clientcmdapi.AuthInfo) (string, error) {
+	ca, err := os.ReadFile(c.ca.caFile())
+	if err != nil {
+		return "", err
+	}
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["lifeline-dev"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: read(c.ca.caFile())}
-	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: read(certFile), ClientKeyData: read(keyFile)}
+	cfg.Clusters["lifeline-dev"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos[name] = auth
 	cfg.Contexts["lifeline-dev"] = &clientcmdapi.Context{Cluster: "lifeline-dev", AuthInfo: name}
 	cfg.CurrentContext = "lifeline-dev"
 	path := filepath.Join(c.Dir, file+".kubeconfig")

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -14,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
@@ -100,15 +98,5 @@ func (c *Cluster) NodeBoundKubeconfig(ctx context.Context, serviceAccount, node 
 	if err != nil {
 		return "", fmt.Errorf("a token of %s bound to node %s: %w", serviceAccount, node, err)
 	}
-	ca, err := os.ReadFile(c.ca.caFile())
-	if err != nil {
-		return "", err
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["lifeline-dev"] = &clientcmdapi.Cluster{Server: c.server, CertificateAuthorityData: ca}
-	cfg.AuthInfos[serviceAccount] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
-	cfg.Contexts["lifeline-dev"] = &clientcmdapi.Context{Cluster: "lifeline-dev", AuthInfo: serviceAccount}
-	cfg.CurrentContext = "lifeline-dev"
-	path := filepath.Join(c.Dir, serviceAccount+"-"+node+".kubeconfig")
-	return path, clientcmd.WriteToFile(*cfg, path)
+	return c.writeKubeconfigAs(c.server, serviceAccount+"-"+node, serviceAccount, &clientcmdapi.AuthInfo{Token: token.Status.Token})
 }

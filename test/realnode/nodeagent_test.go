@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/pkg/podfacts"
 )
@@ -80,8 +81,8 @@ func waitEnvPod(t *testing.T, cc *chartCluster, what string, restarts int32, col
 		st, r := p.Status.ContainerStatuses[0], report.Containers[0]
 		ok := st.Ready && st.RestartCount == restarts && r.ContainerID == st.ContainerID &&
 			r.Hashes.ExtractedEnvFromMetadataHash == podfacts.EnvHash(map[string]string{"COLOR": color}) &&
-			p.Labels["lifecycle.apps.kruise.io/state"] == "Normal"
-		return ok, fmt.Sprintf("state %s, container %+v, report %s", p.Labels["lifecycle.apps.kruise.io/state"], st, raw)
+			p.Labels[pub.LifecycleStateKey] == string(pub.LifecycleStateNormal)
+		return ok, fmt.Sprintf("state %s, container %+v, report %s", p.Labels[pub.LifecycleStateKey], st, raw)
 	})
 	return pod
 }
