@@ -35,6 +35,8 @@ images: ## Build the manager, bridge and node agent images as tarballs in bin/im
 .PHONY: dev
 dev: ## Run a local cluster with Lifeline and the demo; Ctrl-C tears it down.
 	@$(MAKE) --no-print-directory preflight
+	@n=$$($(GO) list -deps -f '{{if .Stale}}stale{{end}}' ./hack/devctl | grep -c stale); \
+	  [ "$$n" = 0 ] || echo "compiling make dev's driver (hack/devctl): $$n packages not in Go's build cache yet; Lifeline's own builds reuse most of them"
 	$(DEVCTL) up $(ARGS)
 
 .PHONY: preflight
@@ -54,6 +56,10 @@ dashboard: ## With make dev running: run the demo under a Prometheus (built from
 .PHONY: registry
 registry: ## With make dev running: show the demo pods next to the service registry.
 	$(DEVCTL) registry
+
+.PHONY: first-run
+first-run: ## Measure make dev and make test on fresh clones with empty caches, then warm, and write the figures into README.md (about 75 min; ARGS=-dev-only, -remove-runtime).
+	$(GO) run ./hack/firstrun $(ARGS)
 
 .PHONY: generate
 # The CRDs serve v1alpha1 and v1beta1 and store v1beta1 (see the README).

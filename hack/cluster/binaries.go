@@ -41,7 +41,7 @@ var binaries = []binary{
 	{"kube-scheduler", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-scheduler", false},
 	{"kubectl", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kubectl", false},
 	{"kubelet", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kubelet", true},
-	{"controller-gen", "hack/tools", "sigs.k8s.io/controller-tools", "sigs.k8s.io/controller-tools/cmd/controller-gen", false},
+	{"controller-gen", "hack/tools", "sigs.k8s.io/controller-tools", "sigs.k8s.io/controller-tools/cmd/controller-gen", true},
 	{"kwok", "hack/tools/kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok", false},
 	{"consul", "hack/tools/consul", "github.com/hashicorp/consul", "github.com/hashicorp/consul", true},
 	{"helm", "hack/tools/helm", "helm.sh/helm/v4", "helm.sh/helm/v4/cmd/helm", true},
