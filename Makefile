@@ -10,7 +10,7 @@ DEVCTL := $(GO) run ./hack/devctl
 # public API module, the kubectl plugin and the tools modules with tests of
 # their own.
 # (hack/kruisevectors, which builds OpenKruise, runs only by hand.)
-SUBMODULES := api pkg hack/tools/kwok cmd/kubectl-lifeline
+SUBMODULES := api pkg hack/tools cmd/kubectl-lifeline
 
 .PHONY: all
 all: build ## The same as make build.
@@ -36,7 +36,7 @@ images: ## Build the manager, bridge and node agent images as tarballs in bin/im
 dev: ## Run a local cluster with Lifeline and the demo; Ctrl-C tears it down.
 	@$(MAKE) --no-print-directory preflight
 	@n=$$($(GO) list -deps -f '{{if .Stale}}stale{{end}}' ./hack/devctl | grep -c stale); \
-	  [ "$$n" = 0 ] || echo "compiling make dev's driver (hack/devctl): $$n packages not in Go's build cache yet; Lifeline's own builds reuse most of them"
+	  [ "$$n" = 0 ] || echo "compiling make dev's driver (hack/devctl): $$n packages not in Go's build cache yet; the control plane's and Lifeline's builds reuse most of them"
 	$(DEVCTL) up $(ARGS)
 
 .PHONY: preflight
@@ -85,8 +85,13 @@ generate: ## Regenerate deepcopy functions, CRDs, RBAC and webhook configuration
 	  cp config/webhook/manifests.yaml charts/lifeline/files/webhooks.yaml
 
 .PHONY: verify-generated
-verify-generated: ## Fail when committed generated files differ from fresh ones.
+verify-generated: ## Fail when committed generated files differ from fresh ones, or when the modules disagree on a shared dependency's version.
 	$(GO) run ./hack/verifygen
+	$(GO) run ./hack/alignmods -check
+
+.PHONY: align-modules
+align-modules: ## Raise the modules' versions of shared dependencies to one each, so Go's build cache compiles them once (make verify-generated checks it).
+	$(GO) run ./hack/alignmods
 
 .PHONY: vet
 vet: ## go vet of every module, and gofmt of every Go file.

@@ -42,7 +42,7 @@ var binaries = []binary{
 	{"kubectl", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kubectl", false},
 	{"kubelet", "hack/tools", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kubelet", true},
 	{"controller-gen", "hack/tools", "sigs.k8s.io/controller-tools", "sigs.k8s.io/controller-tools/cmd/controller-gen", true},
-	{"kwok", "hack/tools/kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok", false},
+	{"kwok", "hack/tools", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok", false},
 	{"consul", "hack/tools/consul", "github.com/hashicorp/consul", "github.com/hashicorp/consul", true},
 	{"helm", "hack/tools/helm", "helm.sh/helm/v4", "helm.sh/helm/v4/cmd/helm", true},
 	{"kruise-manager", "hack/tools/kruise", "github.com/openkruise/kruise", "github.com/openkruise/kruise", true},

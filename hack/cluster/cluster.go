@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -127,12 +128,22 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			return nil, err
 		}
 	}
-	var extra []string
+	var (
+		extra []string
+		bins  map[string]string
+		g     errgroup.Group
+	)
 	if opts.RealNodes > 0 {
 		extra = append(extra, "kubelet") // built with the control plane's binaries, in one go build
+		// The runtime's packages download and install while the binaries
+		// compile: the one waits on the network and dpkg, the other on CPU.
+		g.Go(func() error { return EnsureRuntime(ctx, opts.Progress) })
 	}
-	bins, err := Binaries(ctx, opts.Progress, extra...)
-	if err != nil {
+	g.Go(func() (err error) {
+		bins, err = Binaries(ctx, opts.Progress, extra...)
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	c := &Cluster{Dir: dir, Binaries: bins, progress: opts.Progress}
