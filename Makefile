@@ -6,6 +6,13 @@ GO ?= go
 # The Go go.mod asks for; a go command of 1.21 or newer fetches it itself.
 GO_MIN := $(shell sed -n 's/^go //p' go.mod)
 DEVCTL := $(GO) run ./hack/devctl
+# One build configuration for everything make builds (tests, make dev's
+# binaries, the control plane's, the images and the plugin's archives, the
+# last two static and path-free as they ship): Go's build cache shares a
+# compiled package only between builds of the same flags, so a mix compiles
+# client-go and the rest once per mix.
+export CGO_ENABLED := 0
+export GOFLAGS := -trimpath $(filter-out -trimpath,$(GOFLAGS))
 # Modules besides the main one that make vet and make test cover: the
 # public API module, the kubectl plugin and the tools modules with tests of
 # their own.

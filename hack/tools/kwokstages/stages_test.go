@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -28,6 +29,9 @@ const stagesDir = "../../cluster/stages"
 
 // renderer stands in for the functions the kwok pod controller adds.
 var renderer = gotpl.NewRenderer(gotpl.FuncMap{
+	"NodeIP":     func() string { return "127.0.0.1" },
+	"NodeName":   func() string { return "kwok-node-0" },
+	"NodePort":   func() int { return 10247 },
 	"NodeIPWith": func(string) string { return "127.0.0.1" },
 	"PodIPWith": func(_ string, hostNetwork bool, _, _, _ string) string {
 		if hostNetwork {
@@ -37,7 +41,9 @@ var renderer = gotpl.NewRenderer(gotpl.FuncMap{
 	},
 })
 
-func loadStages(t *testing.T) lifecycle.Lifecycle {
+// loadStages is the stage set for objects of kind (Pod or Node), as kwok
+// groups the stages by the kind they act on.
+func loadStages(t *testing.T, kind string) lifecycle.Lifecycle {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(stagesDir, "*.yaml"))
 	if err != nil || len(files) == 0 {
@@ -53,7 +59,9 @@ func loadStages(t *testing.T) lifecycle.Lifecycle {
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		stages = append(stages, stage)
+		if stage.Spec.ResourceRef.Kind == kind {
+			stages = append(stages, stage)
+		}
 	}
 	lc, err := lifecycle.NewLifecycle(stages)
 	if err != nil {
@@ -62,10 +70,10 @@ func loadStages(t *testing.T) lifecycle.Lifecycle {
 	return lc
 }
 
-// matching returns the names of the stages that match pod, sorted.
-func matching(t *testing.T, lc lifecycle.Lifecycle, pod *corev1.Pod) []string {
+// matching returns the names of the stages that match obj, sorted.
+func matching(t *testing.T, lc lifecycle.Lifecycle, obj metav1.Object) []string {
 	t.Helper()
-	stages, err := lc.ListAllPossible(context.Background(), event(pod))
+	stages, err := lc.ListAllPossible(context.Background(), event(obj))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,14 +85,14 @@ func matching(t *testing.T, lc lifecycle.Lifecycle, pod *corev1.Pod) []string {
 	return names
 }
 
-func event(pod *corev1.Pod) *lifecycle.Event {
-	return &lifecycle.Event{Labels: pod.Labels, Annotations: pod.Annotations, Data: pod}
+func event(obj metav1.Object) *lifecycle.Event {
+	return &lifecycle.Event{Labels: obj.GetLabels(), Annotations: obj.GetAnnotations(), Data: obj}
 }
 
 // doSteps runs a stage's steps as kwok's controllers do, recording the
-// patches it would send and whether it would delete the pod.
-func doSteps(stage *lifecycle.Stage, pod *corev1.Pod) (patches []*lifecycle.Patch, deleted bool, err error) {
-	_, err = stage.DoSteps(0, pod.Finalizers, pod, renderer,
+// patches it would send and whether it would delete the object.
+func doSteps(stage *lifecycle.Stage, obj metav1.Object) (patches []*lifecycle.Patch, deleted bool, err error) {
+	_, err = stage.DoSteps(0, obj.GetFinalizers(), obj, renderer,
 		func(*internalversion.StageEvent) error { return nil },
 		func() error { deleted = true; return nil },
 		func(p *lifecycle.Patch) error { patches = append(patches, p); return nil },
@@ -92,25 +100,25 @@ func doSteps(stage *lifecycle.Stage, pod *corev1.Pod) (patches []*lifecycle.Patc
 	return patches, deleted, err
 }
 
-// play applies the one stage that matches pod, as kwok would, and returns the
+// play applies the one stage that matches obj, as kwok would, and returns the
 // result; it fails unless exactly the named stage matches.
-func play(t *testing.T, lc lifecycle.Lifecycle, pod *corev1.Pod, want string) *corev1.Pod {
+func play[T metav1.Object](t *testing.T, lc lifecycle.Lifecycle, obj T, want string) T {
 	t.Helper()
-	if got := matching(t, lc, pod); !slices.Equal(got, []string{want}) {
+	if got := matching(t, lc, obj); !slices.Equal(got, []string{want}) {
 		t.Fatalf("stages matching: got %v, want [%s]", got, want)
 	}
-	stage, err := lc.Match(context.Background(), event(pod))
+	stage, err := lc.Match(context.Background(), event(obj))
 	if err != nil {
 		t.Fatal(err)
 	}
-	patches, deleted, err := doSteps(stage, pod)
+	patches, deleted, err := doSteps(stage, obj)
 	if err != nil {
 		t.Fatalf("rendering %s: %v", want, err)
 	}
 	if deleted {
-		t.Fatalf("%s deletes the pod", want)
+		t.Fatalf("%s deletes the object", want)
 	}
-	original, err := json.Marshal(pod)
+	original, err := json.Marshal(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,12 +126,12 @@ func play(t *testing.T, lc lifecycle.Lifecycle, pod *corev1.Pod, want string) *c
 		if p.Type != types.StrategicMergePatchType || p.Subresource != "status" {
 			t.Fatalf("%s: patch %s of %q, want a strategic merge patch of status", want, p.Type, p.Subresource)
 		}
-		original, err = strategicpatch.StrategicMergePatch(original, p.Data, &corev1.Pod{})
+		original, err = strategicpatch.StrategicMergePatch(original, p.Data, obj)
 		if err != nil {
 			t.Fatalf("%s: applying %s: %v", want, p.Data, err)
 		}
 	}
-	out := &corev1.Pod{}
+	out := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(T)
 	if err := json.Unmarshal(original, out); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +183,7 @@ func assertReady(t *testing.T, pod *corev1.Pod, want corev1.ConditionStatus) {
 }
 
 func TestPodWithoutGatesStartsReady(t *testing.T) {
-	lc := loadStages(t)
+	lc := loadStages(t, "Pod")
 	pod := play(t, lc, scheduledPod(), "pod-start")
 
 	if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || pod.Status.HostIP != "127.0.0.1" || pod.Status.StartTime == nil {
@@ -204,7 +212,7 @@ func TestPodWithoutGatesStartsReady(t *testing.T) {
 }
 
 func TestReadinessGatesHoldReadyUntilTheirConditionsAreTrue(t *testing.T) {
-	lc := loadStages(t)
+	lc := loadStages(t, "Pod")
 	pod := play(t, lc, scheduledPod("InPlaceUpdateReady", "KruisePodReady"), "pod-start")
 
 	assertReady(t, pod, corev1.ConditionFalse)
@@ -252,7 +260,7 @@ func TestReadinessGatesHoldReadyUntilTheirConditionsAreTrue(t *testing.T) {
 }
 
 func TestInPlaceImageChangeRestartsOnlyThatContainer(t *testing.T) {
-	lc := loadStages(t)
+	lc := loadStages(t, "Pod")
 	pod := play(t, lc, scheduledPod(), "pod-start")
 	before := pod.Status.ContainerStatuses
 
@@ -283,7 +291,7 @@ func TestInPlaceImageChangeRestartsOnlyThatContainer(t *testing.T) {
 }
 
 func TestDeletingPodGoesAwayKeepingFinalizers(t *testing.T) {
-	lc := loadStages(t)
+	lc := loadStages(t, "Pod")
 	pod := play(t, lc, scheduledPod(), "pod-start")
 	now := metav1.Now()
 	pod.DeletionTimestamp = &now
@@ -309,4 +317,38 @@ func equalJSON(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+func nodeCondition(node *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
+	for i := range node.Status.Conditions {
+		if node.Status.Conditions[i].Type == t {
+			return &node.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// kwok v0.8 has no node stages of its own once a config names any stage: a
+// registered node must become Ready from Lifeline's, then only heartbeat.
+func TestRegisteredNodeBecomesReadyThenOnlyHeartbeats(t *testing.T) {
+	lc := loadStages(t, "Node")
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kwok-node-0", Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}}}
+	node = play(t, lc, node, "node-initialize")
+
+	if c := nodeCondition(node, corev1.NodeReady); c == nil || c.Status != corev1.ConditionTrue {
+		t.Fatalf("Ready after initialize = %+v", c)
+	}
+	for _, ct := range []corev1.NodeConditionType{corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure, corev1.NodeNetworkUnavailable} {
+		if c := nodeCondition(node, ct); c == nil || c.Status != corev1.ConditionFalse {
+			t.Fatalf("%s after initialize = %+v", ct, c)
+		}
+	}
+	if node.Status.Phase != corev1.NodeRunning || len(node.Status.Addresses) != 2 || node.Status.Allocatable.Pods().IsZero() || node.Status.Capacity.Cpu().IsZero() {
+		t.Fatalf("status after initialize: %+v", node.Status)
+	}
+	was := nodeCondition(node, corev1.NodeReady).LastHeartbeatTime
+	node = play(t, lc, node, "node-heartbeat")
+	if c := nodeCondition(node, corev1.NodeReady); c.Status != corev1.ConditionTrue || c.LastHeartbeatTime.Before(&was) {
+		t.Fatalf("Ready after heartbeat = %+v (heartbeat before %s)", c, was)
+	}
 }
