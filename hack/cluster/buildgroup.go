@@ -28,7 +28,7 @@ type plannedBinary struct {
 // groupKey is what binaries built by one go build share: the tools module
 // and the flags.
 func (p *plannedBinary) groupKey() string {
-	return p.toolsDir + "\x00" + strings.Join(versionFlags(p.binary, p.version), " ")
+	return p.toolsDir + "\x00" + strings.Join(linkFlags(p.binary, p.version), " ")
 }
 
 // BuildBinaries returns the paths of the named binaries by name, building
@@ -132,7 +132,7 @@ func buildGroup(ctx context.Context, group []*plannedBinary, which string, progr
 	}
 	defer os.RemoveAll(tmp)
 	start := time.Now()
-	args := append([]string{"build", "-o", tmp + string(filepath.Separator)}, versionFlags(first.binary, first.version)...)
+	args := append([]string{"build", "-o", tmp + string(filepath.Separator)}, linkFlags(first.binary, first.version)...)
 	cmd := exec.CommandContext(ctx, "go", append(args, pkgs...)...)
 	cmd.Dir = first.toolsDir
 	if out, err := cmd.CombinedOutput(); err != nil {

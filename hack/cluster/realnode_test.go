@@ -43,14 +43,15 @@ func TestWithin(t *testing.T) {
 	}
 }
 
-// Kubernetes' binaries are stamped with their version; others are not.
-func TestVersionFlags(t *testing.T) {
-	kube := versionFlags(&binary{module: "k8s.io/kubernetes"}, "v1.36.3")
+// Kubernetes' binaries are stamped with their version; others are not;
+// all are stripped.
+func TestLinkFlags(t *testing.T) {
+	kube := linkFlags(&binary{module: "k8s.io/kubernetes"}, "v1.36.3")
 	if len(kube) != 1 || !strings.Contains(kube[0], "k8s.io/component-base/version.gitVersion=v1.36.3") ||
-		!strings.Contains(kube[0], "gitMajor=1 ") || !strings.Contains(kube[0], "gitMinor=36 ") {
+		!strings.Contains(kube[0], "gitMajor=1 ") || !strings.Contains(kube[0], "gitMinor=36 ") || !strings.HasPrefix(kube[0], "-ldflags=-s -w -X ") {
 		t.Errorf("flags %v", kube)
 	}
-	if other := versionFlags(&binary{module: "go.etcd.io/etcd/server/v3"}, "v3.6.8"); other != nil {
+	if other := linkFlags(&binary{module: "go.etcd.io/etcd/server/v3"}, "v3.6.8"); !slices.Equal(other, []string{"-ldflags=-s -w"}) {
 		t.Errorf("etcd flags %v", other)
 	}
 }
