@@ -33,7 +33,7 @@ const (
 
 type options struct {
 	devOnly, removeRuntime, keep bool
-	readme                       string
+	readme, details              string
 }
 
 func main() {
@@ -42,6 +42,7 @@ func main() {
 	flag.BoolVar(&o.removeRuntime, "remove-runtime", false, "apt-get remove the real nodes' packages first, so the first make dev installs them as on a fresh machine (root)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the clones, caches and logs")
 	flag.StringVar(&o.readme, "readme", "README.md", "the README to write the figures into (empty: print them only)")
+	flag.StringVar(&o.details, "details", "docs/first-run.md", "the page to write make test's step tables into (empty: print them only)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "firstrun:", err)
@@ -87,10 +88,17 @@ func run(o options) error {
 		ms = append(ms, measureTest(test, "`make test` on a fresh clone with empty caches"))
 		ms = append(ms, measureTest(test, "`make test` again (caches warm)"))
 	}
-	text := render(ms, commit, o)
-	fmt.Print(text)
+	summary, details := render(ms, commit, o)
+	fmt.Print(summary, details)
 	if o.readme != "" {
-		if err := writeBetweenMarkers(o.readme, text); err != nil {
+		if err := writeBetweenMarkers(o.readme, summary); err != nil {
+			return err
+		}
+	}
+	if o.details != "" && details != "" {
+		page := fmt.Sprintf("# make test on a fresh clone: steps and slowest tests\n\nFrom the `make first-run` of %s, commit %s, whose totals are in the [README](../README.md#two-commands).\n%s",
+			time.Now().UTC().Format("2006-01-02"), commit, details)
+		if err := os.WriteFile(o.details, []byte(page), 0o644); err != nil {
 			return err
 		}
 	}
@@ -133,23 +141,16 @@ func clone(dir string) (string, error) {
 // as a user's Ctrl-C would and waits for the teardown.
 func measureDev(dir, what string) measurement {
 	m := measurement{what: what}
-	src, err := clone(dir)
-	if err != nil {
-		m.err = err
-		return m
-	}
-	ready := filepath.Join(src, ".dev", "ready")
-	_ = os.Remove(ready)
-	cmd, log, err := start(src, dir, "dev")
+	src, cmd, log, err := launch(dir, "dev", what, func(src string) { _ = os.Remove(filepath.Join(src, ".dev", "ready")) })
 	if err != nil {
 		m.err = err
 		return m
 	}
 	defer log.Close()
+	ready := filepath.Join(src, ".dev", "ready")
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	startTime := time.Now()
-	fmt.Printf("firstrun: %s (log %s)\n", what, log.Name())
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for m.seconds == 0 && m.err == nil {
@@ -180,18 +181,12 @@ func measureDev(dir, what string) measurement {
 // measureTest runs make test and keeps its step table.
 func measureTest(dir, what string) measurement {
 	m := measurement{what: what}
-	src, err := clone(dir)
-	if err != nil {
-		m.err = err
-		return m
-	}
-	cmd, log, err := start(src, dir, "test")
+	src, cmd, log, err := launch(dir, "test", what, func(string) {})
 	if err != nil {
 		m.err = err
 		return m
 	}
 	defer log.Close()
-	fmt.Printf("firstrun: %s (log %s)\n", what, log.Name())
 	startTime := time.Now()
 	if err := cmd.Wait(); err != nil {
 		m.err = fmt.Errorf("make test failed (%v); see %s", err, log.Name())
@@ -205,6 +200,22 @@ func measureTest(dir, what string) measurement {
 	m.report = string(out)
 	fmt.Printf("firstrun: %s: %s\n", what, minutes(m.seconds))
 	return m
+}
+
+// launch starts make target in dir's clone (made first if need be), after
+// prepare has seen the clone.
+func launch(dir, target, what string, prepare func(src string)) (string, *exec.Cmd, *os.File, error) {
+	src, err := clone(dir)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	prepare(src)
+	cmd, log, err := start(src, dir, target)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	fmt.Printf("firstrun: %s (log %s)\n", what, log.Name())
+	return src, cmd, log, nil
 }
 
 // start runs make target in src, in a process group of its own (to stop it
@@ -231,7 +242,9 @@ func start(src, dir, target string) (*exec.Cmd, *os.File, error) {
 	return cmd, log, nil
 }
 
-func render(ms []measurement, commit string, o options) string {
+// render is the figures for the README and make test's step tables for the
+// details page (too long for the README).
+func render(ms []measurement, commit string, o options) (summary, details string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Measured by `make first-run` on %s, commit %s, %d cores", time.Now().UTC().Format("2006-01-02"), commit, runtime.NumCPU())
 	if o.removeRuntime {
@@ -245,12 +258,16 @@ func render(ms []measurement, commit string, o options) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s |\n", m.what, result)
 	}
+	if o.details != "" && !o.devOnly {
+		fmt.Fprintf(&b, "\nmake test's step tables and slowest tests: [%s](%s).\n", o.details, o.details)
+	}
+	var d strings.Builder
 	for _, m := range ms {
 		if m.report != "" {
-			fmt.Fprintf(&b, "\n%s:\n\n```text\n%s```\n", m.what, m.report)
+			fmt.Fprintf(&d, "\n%s:\n\n```text\n%s```\n", m.what, m.report)
 		}
 	}
-	return b.String()
+	return b.String(), d.String()
 }
 
 func minutes(seconds float64) string {
