@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -115,7 +116,15 @@ func run(o options) error {
 // under dir/cache, empty until a first run fills them.
 func env(dir string) []string {
 	cache := filepath.Join(dir, "cache")
-	return append(os.Environ(),
+	// Not make first-run's own make variables (make exports its ARGS, and
+	// MAKEFLAGS carries them into every make below): a newcomer has none.
+	var base []string
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); !slices.Contains([]string{"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "ARGS"}, name) {
+			base = append(base, kv)
+		}
+	}
+	return append(base,
 		"GOMODCACHE="+filepath.Join(cache, "mod"),
 		"GOCACHE="+filepath.Join(cache, "go-build"),
 		"LIFELINE_CACHE_DIR="+filepath.Join(cache, "lifeline"),
