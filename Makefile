@@ -65,7 +65,7 @@ registry: ## With make dev running: show the demo pods next to the service regis
 	$(DEVCTL) registry
 
 .PHONY: first-run
-first-run: ## Measure make dev and make test on fresh clones with empty caches, then warm, and write the figures into README.md (about 75 min; ARGS=-dev-only, -remove-runtime).
+first-run: ## Measure make dev and make test on fresh clones with empty caches, then warm, and write the figures into README.md (about 75 min; ARGS=-dev-only, -test-only, -remove-runtime).
 	$(GO) run ./hack/firstrun $(ARGS)
 
 .PHONY: generate

@@ -33,13 +33,14 @@ const (
 )
 
 type options struct {
-	devOnly, removeRuntime, keep bool
+	devOnly, testOnly, removeRuntime, keep bool
 	readme, details              string
 }
 
 func main() {
 	var o options
 	flag.BoolVar(&o.devOnly, "dev-only", false, "measure make dev only")
+	flag.BoolVar(&o.testOnly, "test-only", false, "measure make test only")
 	flag.BoolVar(&o.removeRuntime, "remove-runtime", false, "apt-get remove the real nodes' packages first, so the first make dev installs them as on a fresh machine (root)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the clones, caches and logs")
 	flag.StringVar(&o.readme, "readme", "README.md", "the README to write the figures into (empty: print them only)")
@@ -81,9 +82,11 @@ func run(o options) error {
 		}
 	}
 	var ms []measurement
-	dev := filepath.Join(tmp, "dev")
-	ms = append(ms, measureDev(dev, "`make dev` on a fresh clone with empty caches, until `.dev/ready`"))
-	ms = append(ms, measureDev(dev, "`make dev` again (caches warm)"))
+	if !o.testOnly {
+		dev := filepath.Join(tmp, "dev")
+		ms = append(ms, measureDev(dev, "`make dev` on a fresh clone with empty caches, until `.dev/ready`"))
+		ms = append(ms, measureDev(dev, "`make dev` again (caches warm)"))
+	}
 	if !o.devOnly {
 		test := filepath.Join(tmp, "test")
 		ms = append(ms, measureTest(test, "`make test` on a fresh clone with empty caches"))
