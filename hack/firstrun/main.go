@@ -34,7 +34,7 @@ const (
 
 type options struct {
 	devOnly, testOnly, removeRuntime, keep bool
-	readme, details              string
+	readme, details                        string
 }
 
 func main() {
