@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,12 +63,12 @@ func run(check bool, out io.Writer) error {
 			return nil
 		}
 		if check {
-			for _, m := range sortedKeys(raises) {
+			for _, m := range slices.Sorted(maps.Keys(raises)) {
 				fmt.Fprintf(out, "%s: %s\n", m, strings.Join(raises[m], " "))
 			}
 			return fmt.Errorf("modules disagree on the versions above (each should be raised to them): run go run ./hack/alignmods")
 		}
-		for _, m := range sortedKeys(raises) {
+		for _, m := range slices.Sorted(maps.Keys(raises)) {
 			fmt.Fprintf(out, "%s: raising %s\n", m, strings.Join(raises[m], " "))
 			// A raise in api or pkg changes what the modules that use
 			// their folders require: the next round tidies them first.
@@ -92,7 +93,7 @@ func plan(graphs map[string]map[string]string) map[string][]string {
 	}
 	raises := map[string][]string{}
 	for m, g := range graphs {
-		for _, path := range sortedKeys(g) {
+		for _, path := range slices.Sorted(maps.Keys(g)) {
 			if g[path] != highest[path] {
 				raises[m] = append(raises[m], path+"@"+highest[path])
 			}
@@ -186,13 +187,4 @@ func goCmd(dir string, args ...string) error {
 		return fmt.Errorf("go %s in %s: %w", strings.Join(args, " "), filepath.Clean(dir), err)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -59,7 +60,7 @@ func BuildBinaries(ctx context.Context, names []string, progress io.Writer) (map
 		errs []error
 		n    int
 	)
-	for _, key := range sortedKeys(groups) {
+	for _, key := range slices.Sorted(maps.Keys(groups)) {
 		wg.Add(1)
 		n++
 		go func(group []*plannedBinary, n int) {
@@ -73,15 +74,6 @@ func BuildBinaries(ctx context.Context, names []string, progress io.Writer) (map
 	}
 	wg.Wait()
 	return paths, errors.Join(errs...)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // buildGroup builds the binaries of one tools module and flags with one
