@@ -115,12 +115,26 @@ TEST_STEPS := tracked-files verify-generated vet test-main $(addprefix test-modu
 # it prints, at its end, the steps' times and the slowest packages and tests.
 TEST_REPORT := bin/test-report
 
+# The binaries the main module's tests run, built when make test starts
+# rather than when a test first asks (each test waits for a build under way,
+# hack/cluster locks every binary): the cluster's at full speed, as most
+# packages wait for them, and the tools a single test each runs (krew, the
+# Consul agent, Helm, OpenKruise's manager) one after the other in the order
+# go test reaches them, at a lower priority, in the time the running tests
+# leave the CPU idle.
+TEST_CLUSTER_BINARIES := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kwok gotestsum
+TEST_TOOL_BINARIES := krew consul helm kruise-manager
+
 .PHONY: test
-test: ## Unit, integration (envtest) and end-to-end (local cluster) tests of every module; ends with a table of each step's time and the slowest tests.
-	@rm -rf $(TEST_REPORT) && mkdir -p $(TEST_REPORT); failed=; for step in $(TEST_STEPS); do \
-	  echo "=== make $$step"; start=$$(date +%s); \
+test: ## Unit, integration (envtest) and end-to-end (local cluster) tests of every module; ends with a table of each step's time and CPU and the slowest tests.
+	@rm -rf $(TEST_REPORT) && mkdir -p $(TEST_REPORT) && $(GO) build -o bin/devctl ./hack/devctl || exit 1; \
+	bin/devctl bin $(TEST_CLUSTER_BINARIES) > $(TEST_REPORT)/build-cluster.log 2>&1 & cluster=$$!; \
+	nice -n 10 bin/devctl bin -in-turn $(TEST_TOOL_BINARIES) > $(TEST_REPORT)/build-tools.log 2>&1 & tools=$$!; \
+	trap 'kill $$cluster $$tools 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
+	failed=; for step in $(TEST_STEPS); do \
+	  echo "=== make $$step"; start=$$(date +%s); echo "$$step start $$(head -1 /proc/stat 2>/dev/null)" >> $(TEST_REPORT)/cpu; \
 	  if $(MAKE) --no-print-directory $$step; then result=ok; else result=FAILED; failed="$$failed $$step"; fi; \
-	  echo "$$step $$(( $$(date +%s) - start )) $$result" >> $(TEST_REPORT)/steps; \
+	  echo "$$step $$(( $$(date +%s) - start )) $$result" >> $(TEST_REPORT)/steps; echo "$$step end $$(head -1 /proc/stat 2>/dev/null)" >> $(TEST_REPORT)/cpu; \
 	done; \
 	$(GO) run ./hack/testreport $(TEST_REPORT); \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
@@ -130,11 +144,16 @@ test: ## Unit, integration (envtest) and end-to-end (local cluster) tests of eve
 tracked-files: ## Fail when git tracks an executable binary or a file over 1 MiB outside testdata/.
 	$(GO) run ./hack/trackedfiles
 
+# How many test binaries go test runs at once (and compiles, from the same
+# pool): more than the cores, as the long packages mostly wait on their
+# clusters and a package waiting for a tool's build holds a place.
+TEST_PACKAGES ?= 3
+
 .PHONY: test-main
 test-main: ## The main module's tests: unit, integration and end-to-end.
 	@mkdir -p $(TEST_REPORT)
 	GOTESTSUM=$$($(DEVCTL) bin gotestsum) && ASSETS=$$($(DEVCTL) envtest) && \
-	  KUBEBUILDER_ASSETS=$$ASSETS $$GOTESTSUM --format standard-quiet --jsonfile $(TEST_REPORT)/test-main.json -- -count=1 -timeout 45m ./...
+	  KUBEBUILDER_ASSETS=$$ASSETS $$GOTESTSUM --format standard-quiet --jsonfile $(TEST_REPORT)/test-main.json -- -count=1 -p $(TEST_PACKAGES) -timeout 45m ./...
 
 .PHONY: test-module/%
 test-module/%: ## The tests of one of the other modules (SUBMODULES).

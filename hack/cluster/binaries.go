@@ -7,6 +7,7 @@ package cluster
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -264,12 +265,19 @@ func moduleVersion(goMod, module string) (string, error) {
 	return "", fmt.Errorf("%s does not require %s", goMod, module)
 }
 
-func lockFile(path string) (func(), error) {
+func lockFile(path string, progress io.Writer, name string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	// Say why nothing happens for minutes when another process (make
+	// test's up-front build, another clone's make dev) is building it.
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		fmt.Fprintf(progress, "waiting for %s: another build (this process or another) is preparing it\n", name)
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+	}
+	if err != nil {
 		f.Close()
 		return nil, err
 	}

@@ -88,7 +88,7 @@ func buildGroup(ctx context.Context, group []*plannedBinary, which string, progr
 		if err := os.MkdirAll(p.dir, 0o755); err != nil {
 			return err
 		}
-		unlock, err := lockFile(filepath.Join(p.dir, ".lock"))
+		unlock, err := lockFile(filepath.Join(p.dir, ".lock"), progress, p.name)
 		if err != nil {
 			return err
 		}

@@ -40,7 +40,7 @@ const nodeNetLock = "/run/lifeline-nodenet.lock"
 // newNodeNet makes the namespace and the veth pair, the namespace's end
 // named eth0 (the kubelet and its pods see an ordinary host).
 func newNodeNet(id string, i int) (_ *nodeNet, err error) {
-	unlock, err := lockFile(nodeNetLock)
+	unlock, err := lockFile(nodeNetLock, io.Discard, "")
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -202,7 +203,7 @@ func (c *Cluster) startKubelet(ctx context.Context, n *realNode) error {
 	if err := os.WriteFile(config, []byte(kubeletConfig(n, ports[0], c.ca.caFile(), cert, key)), 0o644); err != nil {
 		return err
 	}
-	unlock, err := lockFile(kubeletStartLock)
+	unlock, err := lockFile(kubeletStartLock, io.Discard, "")
 	if err != nil {
 		return err
 	}

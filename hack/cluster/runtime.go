@@ -59,7 +59,7 @@ func EnsureRuntime(ctx context.Context, progress io.Writer) error {
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return err
 	}
-	unlock, err := lockFile(filepath.Join(cache, ".apt.lock"))
+	unlock, err := lockFile(filepath.Join(cache, ".apt.lock"), progress, "the container runtime's packages")
 	if err != nil {
 		return err
 	}

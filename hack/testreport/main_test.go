@@ -15,6 +15,13 @@ func TestReportListsStepsAndTheSlowestTopLevelTests(t *testing.T) {
 		}
 	}
 	write("steps", "vet 12 ok\ntest-main 1500 FAILED\n")
+	// 2 cores: vet keeps both busy, test-main one of them.
+	write("cpu", `vet start cpu  100 0 100 800 0 0 0 0 0 0
+vet end cpu  1300 0 100 800 0 0 0 0 0 0
+test-main start cpu  1300 0 100 800 0 0 0 0 0 0
+test-main end cpu  151300 0 100 150800 0 0 0 0 0 0
+`)
+	write("build-cluster.log", "building etcd (go.etcd.io/etcd/server/v3 v3.6.8; group 1 of 1; first time only)\nbuilt etcd in 1m2s\n")
 	write("test-main.json", `{"Action":"run","Package":"github.com/lifeline-k8s/lifeline/test/e2e","Test":"TestA"}
 {"Action":"pass","Package":"github.com/lifeline-k8s/lifeline/test/e2e","Test":"TestA/sub","Elapsed":99}
 {"Action":"pass","Package":"github.com/lifeline-k8s/lifeline/test/e2e","Test":"TestA","Elapsed":100}
@@ -26,7 +33,8 @@ func TestReportListsStepsAndTheSlowestTopLevelTests(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"test-main", "1500 s  FAILED", "total", "1512 s", "test/e2e", "1200 s  fail"} {
+	for _, want := range []string{"test-main", "1500 s  FAILED", "total", "1512 s", "test/e2e", "1200 s  fail",
+		"12 s  ok     CPU 100%", "FAILED CPU  50%", "CPU  50%\n", "built etcd in 1m2s"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}

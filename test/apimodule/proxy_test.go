@@ -135,7 +135,10 @@ func stranger(t *testing.T, name string) (string, func(name string, args ...stri
 	t.Helper()
 	dir := t.TempDir()
 	upstream := strings.TrimSpace(goEnv(t, "GOPROXY"))
-	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-buildvcs=false",
+	// The build flags make test sets (-trimpath) stay: they change nothing
+	// of what resolves or compiles, and let Go reuse the packages the rest
+	// of make test compiled instead of compiling client-go & co. again.
+	env := append(os.Environ(), "GOWORK=off", strings.TrimSpace("GOFLAGS=-buildvcs=false "+os.Getenv("GOFLAGS")),
 		"GOPROXY="+publish(t)+","+upstream, "GONOSUMDB=github.com/lifeline-k8s/lifeline")
 	run := func(name string, args ...string) string {
 		t.Helper()
