@@ -92,10 +92,10 @@ func run(o options) error {
 		ms = append(ms, measureTest(test, "`make test` on a fresh clone with empty caches"))
 		ms = append(ms, measureTest(test, "`make test` again (caches warm)"))
 	}
-	summary, details := render(ms, commit, o)
-	fmt.Print(summary, details)
+	rows, details := render(ms, commit, o)
+	fmt.Print(table(rows, o), details)
 	if o.readme != "" {
-		if err := writeBetweenMarkers(o.readme, summary); err != nil {
+		if err := writeFigures(o.readme, rows, o); err != nil {
 			return err
 		}
 	}
@@ -256,22 +256,20 @@ func start(src, dir, target string) (*exec.Cmd, *os.File, error) {
 
 // render is the figures for the README and make test's step tables for the
 // details page (too long for the README).
-func render(ms []measurement, commit string, o options) (summary, details string) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Measured by `make first-run` on %s, commit %s, %d cores", time.Now().UTC().Format("2006-01-02"), commit, runtime.NumCPU())
+// render returns the README's rows for this run's measurements (each
+// naming its date and commit, so rows of an earlier run of the other
+// command can stay beside them) and make test's step tables.
+func render(ms []measurement, commit string, o options) (rows []string, details string) {
+	when := fmt.Sprintf("%s, %s, %d cores", time.Now().UTC().Format("2006-01-02"), commit, runtime.NumCPU())
 	if o.removeRuntime {
-		b.WriteString(", the real nodes' Debian packages removed first")
+		when += ", runtime packages removed first"
 	}
-	b.WriteString(":\n\n| run | time |\n|---|---|\n")
 	for _, m := range ms {
 		result := minutes(m.seconds)
 		if m.err != nil {
 			result += " (failed: " + strings.SplitN(m.err.Error(), "\n", 2)[0] + ")"
 		}
-		fmt.Fprintf(&b, "| %s | %s |\n", m.what, result)
-	}
-	if o.details != "" && !o.devOnly {
-		fmt.Fprintf(&b, "\nmake test's step tables and slowest tests: [%s](%s).\n", o.details, o.details)
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s |", m.what, result, when))
 	}
 	var d strings.Builder
 	for _, m := range ms {
@@ -279,7 +277,21 @@ func render(ms []measurement, commit string, o options) (summary, details string
 			fmt.Fprintf(&d, "\n%s:\n\n```text\n%s```\n", m.what, m.report)
 		}
 	}
-	return b.String(), d.String()
+	return rows, d.String()
+}
+
+// table is the README's first-run section: make dev's rows, then make
+// test's.
+func table(rows []string, o options) string {
+	var b strings.Builder
+	b.WriteString("Measured by `make first-run` on fresh clones, each with empty caches of its own:\n\n| run | time | measured |\n|---|---|---|\n")
+	for _, r := range rows {
+		b.WriteString(r + "\n")
+	}
+	if o.details != "" && slices.ContainsFunc(rows, func(r string) bool { return strings.HasPrefix(r, "| `make test`") }) {
+		fmt.Fprintf(&b, "\nmake test's step tables and slowest tests: [%s](%s).\n", o.details, o.details)
+	}
+	return b.String()
 }
 
 func minutes(seconds float64) string {
@@ -287,8 +299,10 @@ func minutes(seconds float64) string {
 	return fmt.Sprintf("%d min %02d s", int(d.Minutes()), int(d.Seconds())%60)
 }
 
-// writeBetweenMarkers replaces what lies between the first-run markers.
-func writeBetweenMarkers(path, text string) error {
+// writeFigures writes rows into path's first-run section, keeping the
+// rows of the command this run did not measure (make dev's after
+// -test-only, make test's after -dev-only).
+func writeFigures(path string, rows []string, o options) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -298,9 +312,18 @@ func writeBetweenMarkers(path, text string) error {
 	if begin < 0 || end < begin {
 		return fmt.Errorf("%s has no %q ... %q markers", path, beginMarker, endMarker)
 	}
+	var kept []string
+	for _, line := range strings.Split(string(data[begin:end]), "\n") {
+		switch {
+		case o.testOnly && strings.HasPrefix(line, "| `make dev`"):
+			kept = append(kept, line)
+		case o.devOnly && strings.HasPrefix(line, "| `make test`"):
+			rows = append(rows, line)
+		}
+	}
 	var out bytes.Buffer
 	out.Write(data[:begin+len(beginMarker)])
-	out.WriteString("\n" + text)
+	out.WriteString("\n" + table(append(kept, rows...), o))
 	out.Write(data[end:])
 	return os.WriteFile(path, out.Bytes(), 0o644)
 }
