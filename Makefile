@@ -6,6 +6,12 @@ GO ?= go
 # The Go go.mod asks for; a go command of 1.21 or newer fetches it itself.
 GO_MIN := $(shell sed -n 's/^go //p' go.mod)
 DEVCTL := $(GO) run ./hack/devctl
+# hack/buildbin builds the pinned binaries (hack/binaries). It compiles in
+# seconds, so a recipe builds it first and then starts what takes minutes
+# (the control plane's build) before anything heavier compiles; a recipe
+# that runs it in the background can stop it, as it is no go run.
+BUILDBIN := bin/buildbin
+BUILDBIN_BUILD := $(GO) build -o $(BUILDBIN) ./hack/buildbin
 # One build configuration for everything make builds (tests, make dev's
 # binaries, the control plane's, the images and the plugin's archives, the
 # last two static and path-free as they ship): Go's build cache shares a
@@ -39,12 +45,18 @@ krew: ## Build kubectl-lifeline's release archives and render .krew.yaml against
 images: ## Build the manager, bridge and node agent images as tarballs in bin/images, without Docker (REGISTRY, TAG to name them).
 	$(GO) run ./hack/images $(if $(REGISTRY),-registry=$(REGISTRY)) $(if $(TAG),-tag=$(TAG))
 
+# What make dev's cluster runs, built from the start beside the compile of
+# hack/devctl (devctl up waits for a build under way): the kubelet unless
+# ARGS turn the real nodes off.
+DEV_BINARIES := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok $(if $(findstring -real-nodes=0,$(ARGS)),,kubelet)
+
 .PHONY: dev
 dev: ## Run a local cluster with Lifeline and the demo; Ctrl-C tears it down.
 	@$(MAKE) --no-print-directory preflight
-	@n=$$($(GO) list -deps -f '{{if .Stale}}stale{{end}}' ./hack/devctl | grep -c stale); \
-	  [ "$$n" = 0 ] || echo "compiling make dev's driver (hack/devctl): $$n packages not in Go's build cache yet; the control plane's and Lifeline's builds reuse most of them"
-	$(DEVCTL) up $(ARGS)
+	@$(BUILDBIN_BUILD) || exit 1; $(BUILDBIN) $(DEV_BINARIES) >/dev/null & builds=$$!; trap 'kill $$builds 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
+	  n=$$($(GO) list -deps -f '{{if .Stale}}stale{{end}}' ./hack/devctl | grep -c stale); \
+	  [ "$$n" = 0 ] || echo "compiling make dev's driver (hack/devctl) while the control plane builds: $$n packages not in Go's build cache yet"; \
+	  $(DEVCTL) up $(ARGS)
 
 .PHONY: preflight
 preflight: ## Check the Go command before anything is built: present, and new enough for go.mod (or able to fetch that toolchain).
@@ -73,7 +85,7 @@ first-run: ## Measure make dev and make test on fresh clones with empty caches, 
 CRD_PACKAGES := paths=github.com/lifeline-k8s/lifeline/api/...
 
 generate: ## Regenerate deepcopy functions, CRDs, RBAC and webhook configurations from the markers, and the chart's copies of them.
-	@CONTROLLER_GEN=$$($(DEVCTL) bin controller-gen) && \
+	@$(BUILDBIN_BUILD) && CONTROLLER_GEN=$$($(BUILDBIN) controller-gen) && \
 	  (cd api && $$CONTROLLER_GEN object paths=./...) && \
 	  $$CONTROLLER_GEN crd rbac:roleName=lifeline-manager webhook paths=./cmd/lifeline-manager/... paths=./internal/... $(CRD_PACKAGES) \
 	    output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
@@ -127,9 +139,9 @@ TEST_TOOL_BINARIES := krew consul helm kruise-manager
 
 .PHONY: test
 test: ## Unit, integration (envtest) and end-to-end (local cluster) tests of every module; ends with a table of each step's time and CPU and the slowest tests.
-	@rm -rf $(TEST_REPORT) && mkdir -p $(TEST_REPORT) && $(GO) build -o bin/devctl ./hack/devctl || exit 1; \
-	bin/devctl bin $(TEST_CLUSTER_BINARIES) > $(TEST_REPORT)/build-cluster.log 2>&1 & cluster=$$!; \
-	nice -n 10 bin/devctl bin -in-turn $(TEST_TOOL_BINARIES) > $(TEST_REPORT)/build-tools.log 2>&1 & tools=$$!; \
+	@rm -rf $(TEST_REPORT) && mkdir -p $(TEST_REPORT) && $(BUILDBIN_BUILD) || exit 1; \
+	$(BUILDBIN) $(TEST_CLUSTER_BINARIES) > $(TEST_REPORT)/build-cluster.log 2>&1 & cluster=$$!; \
+	nice -n 10 $(BUILDBIN) -in-turn $(TEST_TOOL_BINARIES) > $(TEST_REPORT)/build-tools.log 2>&1 & tools=$$!; \
 	trap 'kill $$cluster $$tools 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
 	failed=; for step in $(TEST_STEPS); do \
 	  echo "=== make $$step"; start=$$(date +%s); echo "$$step start $$(head -1 /proc/stat 2>/dev/null)" >> $(TEST_REPORT)/cpu; \
@@ -152,13 +164,13 @@ TEST_PACKAGES ?= 3
 .PHONY: test-main
 test-main: ## The main module's tests: unit, integration and end-to-end.
 	@mkdir -p $(TEST_REPORT)
-	GOTESTSUM=$$($(DEVCTL) bin gotestsum) && ASSETS=$$($(DEVCTL) envtest) && \
+	$(BUILDBIN_BUILD) && GOTESTSUM=$$($(BUILDBIN) gotestsum) && ASSETS=$$($(BUILDBIN) -envtest) && \
 	  KUBEBUILDER_ASSETS=$$ASSETS $$GOTESTSUM --format standard-quiet --jsonfile $(TEST_REPORT)/test-main.json -- -count=1 -p $(TEST_PACKAGES) -timeout 45m ./...
 
 .PHONY: test-module/%
 test-module/%: ## The tests of one of the other modules (SUBMODULES).
 	@mkdir -p $(TEST_REPORT)
-	GOTESTSUM=$$($(DEVCTL) bin gotestsum) && cd $* && $$GOTESTSUM --format standard-quiet --jsonfile $(CURDIR)/$(TEST_REPORT)/$(subst /,_,$*).json -- -count=1 ./...
+	$(BUILDBIN_BUILD) && GOTESTSUM=$$($(BUILDBIN) gotestsum) && cd $* && $$GOTESTSUM --format standard-quiet --jsonfile $(CURDIR)/$(TEST_REPORT)/$(subst /,_,$*).json -- -count=1 ./...
 
 .PHONY: unit
 unit: ## Tests that need no API server.

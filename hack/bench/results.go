@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 )
 
 // write saves the report as <out>/<date>.json and its charts as
@@ -24,7 +24,7 @@ func (b *bench) write(out string) error {
 	if out == "" {
 		return nil
 	}
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 )
 
 // StageFiles are the kwok stages that make simulated nodes behave like a
@@ -140,7 +142,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		g.Go(func() error { return EnsureRuntime(ctx, opts.Progress) })
 	}
 	g.Go(func() (err error) {
-		bins, err = Binaries(ctx, opts.Progress, extra...)
+		bins, err = binaries.Binaries(ctx, opts.Progress, extra...)
 		return err
 	})
 	if err := g.Wait(); err != nil {

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 )
 
 // KruiseModule is the OpenKruise module the kruise-manager binary is built
@@ -64,7 +66,7 @@ func KruiseModuleDir(ctx context.Context, root string) (string, error) {
 // needs: the CustomResourceDefinitions, the kruise-system namespace and
 // the two webhook configurations.
 func (c *Cluster) KruiseConfig(ctx context.Context) ([]*unstructured.Unstructured, error) {
-	root, err := RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +114,7 @@ func (c *Cluster) StartOpenKruise(ctx context.Context, progress io.Writer, args 
 	if err := c.Install(ctx, objs); err != nil {
 		return nil, err
 	}
-	bin, err := Binary(ctx, "kruise-manager", progress)
+	bin, err := binaries.Binary(ctx, "kruise-manager", progress)
 	if err != nil {
 		return nil, err
 	}

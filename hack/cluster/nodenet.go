@@ -13,6 +13,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 )
 
 // A nodeNet is a real node's own network: a network namespace the
@@ -40,7 +42,7 @@ const nodeNetLock = "/run/lifeline-nodenet.lock"
 // newNodeNet makes the namespace and the veth pair, the namespace's end
 // named eth0 (the kubelet and its pods see an ordinary host).
 func newNodeNet(id string, i int) (_ *nodeNet, err error) {
-	unlock, err := lockFile(nodeNetLock, io.Discard, "")
+	unlock, err := binaries.LockFile(nodeNetLock, io.Discard, "")
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
+
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 )
 
 // Preflight checks, before anything is built or started, what a cluster of
@@ -16,7 +18,7 @@ import (
 // chosen free when each component starts, so none is checked here.
 func Preflight(o Options) error {
 	var errs []error
-	cache, err := CacheDir()
+	cache, err := binaries.CacheDir()
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 )
 
 // RealNodeTaint keeps pods off the real nodes unless they tolerate it: a
@@ -89,7 +91,7 @@ func (c *Cluster) startRealNodes(ctx context.Context, count int) error {
 	if err := EnsureRuntime(ctx, c.progress); err != nil {
 		return err
 	}
-	kubelet, err := Binary(ctx, "kubelet", c.progress)
+	kubelet, err := binaries.Binary(ctx, "kubelet", c.progress)
 	if err != nil {
 		return err
 	}
@@ -203,7 +205,7 @@ func (c *Cluster) startKubelet(ctx context.Context, n *realNode) error {
 	if err := os.WriteFile(config, []byte(kubeletConfig(n, ports[0], c.ca.caFile(), cert, key)), 0o644); err != nil {
 		return err
 	}
-	unlock, err := lockFile(kubeletStartLock, io.Discard, "")
+	unlock, err := binaries.LockFile(kubeletStartLock, io.Discard, "")
 	if err != nil {
 		return err
 	}

@@ -3,10 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -40,46 +37,6 @@ func TestWithin(t *testing.T) {
 		if got := within(c.path, c.dir); got != c.want {
 			t.Errorf("within(%q, %q) = %v", c.path, c.dir, got)
 		}
-	}
-}
-
-// Kubernetes' binaries are stamped with their version; others are not;
-// all are stripped.
-func TestLinkFlags(t *testing.T) {
-	kube := linkFlags(&binary{module: "k8s.io/kubernetes"}, "v1.36.3")
-	if len(kube) != 1 || !strings.Contains(kube[0], "k8s.io/component-base/version.gitVersion=v1.36.3") ||
-		!strings.Contains(kube[0], "gitMajor=1 ") || !strings.Contains(kube[0], "gitMinor=36 ") || !strings.HasPrefix(kube[0], "-ldflags=-s -w -X ") {
-		t.Errorf("flags %v", kube)
-	}
-	if other := linkFlags(&binary{module: "go.etcd.io/etcd/server/v3"}, "v3.6.8"); !slices.Equal(other, []string{"-ldflags=-s -w"}) {
-		t.Errorf("etcd flags %v", other)
-	}
-}
-
-// A wrapper main of this repository is cached by its source: edited, it
-// is built again; a module's own main is cached by version alone.
-func TestBuildRecipeFollowsTheWrappersSource(t *testing.T) {
-	dir := t.TempDir()
-	wrapper := &binary{module: "github.com/cert-manager/cert-manager", goPackage: "github.com/lifeline-k8s/lifeline/hack/tools/certmanager"}
-	recipe := func() string {
-		r, err := buildRecipe(wrapper, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	first := recipe()
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main // with a flag\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if second := recipe(); first == "" || second == first {
-		t.Errorf("recipes %q then %q: want a change with the source", first, second)
-	}
-	if r, _ := buildRecipe(&binary{module: "sigs.k8s.io/kwok", goPackage: "sigs.k8s.io/kwok/cmd/kwok"}, dir); r != "" {
-		t.Errorf("kwok's recipe %q, want none", r)
 	}
 }
 

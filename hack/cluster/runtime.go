@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 )
 
 // The container runtime of the real nodes: Debian's containerd, runc and
@@ -52,14 +54,14 @@ func EnsureRuntime(ctx context.Context, progress io.Writer) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("real nodes need root (a kubelet and containerd) and the packages %s", packageList())
 	}
-	cache, err := CacheDir()
+	cache, err := binaries.CacheDir()
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return err
 	}
-	unlock, err := lockFile(filepath.Join(cache, ".apt.lock"), progress, "the container runtime's packages")
+	unlock, err := binaries.LockFile(filepath.Join(cache, ".apt.lock"), progress, "the container runtime's packages")
 	if err != nil {
 		return err
 	}

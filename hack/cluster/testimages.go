@@ -11,6 +11,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 )
 
 // PauseImage is the real nodes' sandbox image: hack/testapp waiting for
@@ -32,7 +34,7 @@ func TestAppImage(version string) string { return "lifeline.test/testapp:" + ver
 
 // buildCNI builds hack/cni, the real nodes' pod network plugin.
 func (c *Cluster) buildCNI(ctx context.Context, shared string) error {
-	root, err := RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -48,7 +50,7 @@ func (c *Cluster) buildCNI(ctx context.Context, shared string) error {
 // version of the test application, all one layer (hack/testapp, static);
 // the versions differ in their config alone, so each has its own image ID.
 func (c *Cluster) buildTestImages(ctx context.Context, shared string) (string, error) {
-	root, err := RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		return "", err
 	}

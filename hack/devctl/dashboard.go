@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
@@ -31,7 +32,7 @@ func dashboard(ctx context.Context, args []string) error {
 		return err
 	}
 	defer env.etcd.Close()
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -60,7 +61,7 @@ type prometheus struct {
 }
 
 func startPrometheus(ctx context.Context, devDir string) (*prometheus, error) {
-	bin, err := cluster.Binary(ctx, "prometheus", os.Stderr)
+	bin, err := binaries.Binary(ctx, "prometheus", os.Stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
-	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/internal/bridge"
 	"github.com/lifeline-k8s/lifeline/internal/manager"
 )
@@ -46,7 +46,7 @@ func openDev(args []string, name string) (*devEnv, error) {
 		return nil, err
 	}
 	if *devDir == "" {
-		root, err := cluster.RepoRoot()
+		root, err := binaries.RepoRoot()
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +157,7 @@ const pods = "-- pods and registry"
 // buildPlugin builds kubectl-lifeline (its own module) into make dev's
 // folder, for the status view after each step.
 func (e *devEnv) buildPlugin(ctx context.Context) (string, error) {
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		return "", err
 	}

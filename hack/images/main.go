@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
@@ -30,7 +31,7 @@ func main() {
 }
 
 func run(o cluster.ImageOptions) error {
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 )
 
 func main() {
@@ -23,7 +23,7 @@ func main() {
 	out := flag.String("out", "bin/krew", "folder for the archives and lifeline.yaml")
 	platforms := flag.String("platforms", "linux/amd64,linux/arm64,darwin/amd64,darwin/arm64,windows/amd64", "os/arch pairs to build")
 	flag.Parse()
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err == nil {
 		var manifest string
 		manifest, err = Release(context.Background(), root, *tag, *out, strings.Split(*platforms, ","))

@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 )
 
 // TestKrewInstallsThePlugin: the manifest rendered for this machine's
@@ -22,7 +22,7 @@ func TestKrewInstallsThePlugin(t *testing.T) {
 		t.Skip("builds the plugin and krew")
 	}
 	ctx := context.Background()
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestKrewInstallsThePlugin(t *testing.T) {
 	if err := os.WriteFile(file, manifest, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	krew, err := cluster.Binary(ctx, "krew", os.Stderr)
+	krew, err := binaries.Binary(ctx, "krew", os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	certutil "k8s.io/client-go/util/cert"
 
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
@@ -75,7 +76,7 @@ func TestEtcdRegistryOverTLSWithAuthentication(t *testing.T) {
 // from a CA of the test's; it returns the endpoint and the CA's file.
 func startTLSEtcd(t *testing.T, dir string) (string, string) {
 	t.Helper()
-	bin, err := cluster.Binary(context.Background(), "etcd", os.Stderr)
+	bin, err := binaries.Binary(context.Background(), "etcd", os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
@@ -23,7 +24,7 @@ import (
 func startRegistry(t *testing.T, name, health string, args func(ports []int) []string) string {
 	t.Helper()
 	ctx := context.Background()
-	bin, err := cluster.Binary(ctx, name, os.Stderr)
+	bin, err := binaries.Binary(ctx, name, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 )
 
 // Every package under internal/ and pkg/ has a row in the README's
@@ -78,7 +78,7 @@ func TestStatusRowsAreShort(t *testing.T) {
 // readme is the repository's root and its README.
 func readme(t *testing.T) (string, []byte) {
 	t.Helper()
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
@@ -40,7 +41,7 @@ type consulService struct {
 // deleted behind the hooks' back removed by the reconcile.
 func TestBridgeKeepsConsulInStep(t *testing.T) {
 	ctx := context.Background()
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func seed001StatefulSet(t *testing.T) *seed001Workload {
 
 func seed001(t *testing.T, name, operator string, w *seed001Workload) {
 	ctx := context.Background()
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

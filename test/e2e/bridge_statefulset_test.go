@@ -18,6 +18,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
@@ -131,7 +132,7 @@ func stsPods(t *testing.T, ns string) []corev1.Pod {
 // kind in ns and writes to r, stopped when the test ends.
 func startKindBridge(t *testing.T, name, kind, ns string, r registryUnderTest) {
 	t.Helper()
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

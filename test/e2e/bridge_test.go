@@ -20,6 +20,7 @@ import (
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/internal/bridge"
 )
@@ -40,7 +41,7 @@ const registered = "example.com/registered"
 // when it does; a registry outage holds hooks, never releases them.
 func TestBridgeKeepsAnEtcdRegistryInStep(t *testing.T) {
 	ctx := context.Background()
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

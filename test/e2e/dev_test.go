@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 )
 
 // TestMakeDevComesUpAndTearsDownWhole runs what `make dev` runs, in a folder
 // of its own: it must write the kubeconfig and the ready marker, serve the
 // demo, and on Ctrl-C stop every process it started.
 func TestMakeDevComesUpAndTearsDownWhole(t *testing.T) {
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/internal/manager"
 )
@@ -29,7 +30,7 @@ var managerArgs = []string{"--hook-wait-warning=2s", "--cloneset-recreate-pods-w
 // RBAC, with its webhooks called by the API server over TLS. Its log is
 // the cluster's logs/lifeline-manager.log.
 func installLifeline(ctx context.Context) error {
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ import (
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/internal/hookhandlers"
 	"github.com/lifeline-k8s/lifeline/internal/protection"
@@ -52,7 +53,7 @@ var unprovable = map[string]string{
 // runs three rules; make rbac-audit (LIFELINE_RBAC_AUDIT=all) runs all and
 // prints the table.
 func TestRBACRuleRemoval(t *testing.T) {
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

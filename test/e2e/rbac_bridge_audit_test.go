@@ -17,6 +17,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
@@ -26,7 +27,7 @@ import (
 // hooked CloneSet pod registered in etcd with the hook's event, and
 // unregistered on scale-in. make test runs one rule; make rbac-audit all.
 func TestBridgeRBACRuleRemoval(t *testing.T) {
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

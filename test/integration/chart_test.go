@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 )
 
 // The chart lints clean and renders, with its defaults and with each file
@@ -166,7 +166,7 @@ func TestChartNarrowsTheBindingWebhook(t *testing.T) {
 
 func helmBinary(t *testing.T) string {
 	t.Helper()
-	helm, err := cluster.Binary(context.Background(), "helm", os.Stderr)
+	helm, err := binaries.Binary(context.Background(), "helm", os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}

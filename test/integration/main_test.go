@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/lifeline-k8s/lifeline/hack/cluster"
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/test/testenv"
 )
 
@@ -48,19 +48,19 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) (int, error) {
 	ctx := context.Background()
 	var err error
-	if repoRoot, err = cluster.RepoRoot(); err != nil {
+	if repoRoot, err = binaries.RepoRoot(); err != nil {
 		return 0, err
 	}
 	// make test exports KUBEBUILDER_ASSETS; a bare `go test` builds or
 	// reuses the same cached binaries.
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		dir, err := cluster.EnvtestAssets(ctx, os.Stderr)
+		dir, err := binaries.EnvtestAssets(ctx, os.Stderr)
 		if err != nil {
 			return 0, err
 		}
 		os.Setenv("KUBEBUILDER_ASSETS", dir)
 	}
-	if kubectl, err = cluster.Binary(ctx, "kubectl", os.Stderr); err != nil {
+	if kubectl, err = binaries.Binary(ctx, "kubectl", os.Stderr); err != nil {
 		return 0, err
 	}
 	if path := os.Getenv(sharedKubeconfigEnv); path != "" {

@@ -12,6 +12,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
@@ -32,7 +33,7 @@ var additions = []string{
 // required fields and extensions, descriptions aside; and the same served
 // and stored versions.
 func TestCRDSchemasMatchOpenKruise(t *testing.T) {
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

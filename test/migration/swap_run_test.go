@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/test/testenv"
 )
@@ -260,7 +261,7 @@ func crdClient(t *testing.T) ctrlclient.Client {
 
 func root(t *testing.T) string {
 	t.Helper()
-	r, err := cluster.RepoRoot()
+	r, err := binaries.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

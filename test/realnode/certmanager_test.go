@@ -31,6 +31,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/internal/manager"
 )
@@ -146,7 +147,7 @@ func TestChartCertManagerRenewalUnderLoad(t *testing.T) {
 func startCertManager(t *testing.T, cc *chartCluster) {
 	t.Helper()
 	ctx := context.Background()
-	bin, err := cluster.Binary(ctx, "cert-manager", testWriter{t})
+	bin, err := binaries.Binary(ctx, "cert-manager", testWriter{t})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 )
 
@@ -29,7 +30,7 @@ type chartCluster struct {
 func startChartCluster(t *testing.T, qps float32) *chartCluster {
 	t.Helper()
 	ctx := context.Background()
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func startChartCluster(t *testing.T, qps float32) *chartCluster {
 			t.Errorf("tear-down: %v", err)
 		}
 	})
-	if cc.helm, err = cluster.Binary(ctx, "helm", nil); err != nil {
+	if cc.helm, err = binaries.Binary(ctx, "helm", nil); err != nil {
 		t.Fatal(err)
 	}
 	return cc

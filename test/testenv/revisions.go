@@ -25,6 +25,7 @@ import (
 
 	appsv1alpha1 "github.com/lifeline-k8s/lifeline/api/apps/v1alpha1"
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/internal/conversion"
 )
@@ -254,7 +255,7 @@ func daemonSetRevisions(t *testing.T, k *Kit) {
 }
 
 func readRepoFile(path string) ([]byte, error) {
-	root, err := cluster.RepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package cluster
+package binaries
 
 import (
 	"context"
@@ -88,7 +88,7 @@ func buildGroup(ctx context.Context, group []*plannedBinary, which string, progr
 		if err := os.MkdirAll(p.dir, 0o755); err != nil {
 			return err
 		}
-		unlock, err := lockFile(filepath.Join(p.dir, ".lock"), progress, p.name)
+		unlock, err := LockFile(filepath.Join(p.dir, ".lock"), progress, p.name)
 		if err != nil {
 			return err
 		}
