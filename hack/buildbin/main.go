@@ -5,7 +5,9 @@
 // download and compile.
 //
 //	buildbin NAME...            build at once, one go build per tools module
-//	buildbin -in-turn NAME...   build one after the other, in the order given
+//	buildbin -in-turn BATCH...  build one batch after the other, in the order given; a
+//	                            batch is a name or several in one argument ("etcd kwok"),
+//	                            built at once
 //	buildbin -envtest           print a KUBEBUILDER_ASSETS folder for envtest
 package main
 
@@ -15,13 +17,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/lifeline-k8s/lifeline/hack/binaries"
 )
 
 func main() {
-	inTurn := flag.Bool("in-turn", false, "build one after the other in the order given, so the first is ready as soon as can be (make test builds the tools its tests run in the order go test reaches them)")
+	inTurn := flag.Bool("in-turn", false, "build each argument (one name, or several separated by spaces) after the one before, so the first is ready as soon as can be (make test builds the cluster's binaries, then the tools its tests run in the order go test reaches them)")
 	envtest := flag.Bool("envtest", false, "print a folder holding etcd, kube-apiserver and kubectl, as envtest expects in KUBEBUILDER_ASSETS")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: buildbin [-in-turn] NAME... | buildbin -envtest\nnames: %v\n", binaries.BinaryNames())
@@ -51,8 +54,8 @@ func run(ctx context.Context, inTurn, envtest bool, names []string) error {
 	batches := [][]string{names}
 	if inTurn {
 		batches = nil
-		for _, name := range names {
-			batches = append(batches, []string{name})
+		for _, arg := range names {
+			batches = append(batches, strings.Fields(arg))
 		}
 	}
 	for _, batch := range batches {
