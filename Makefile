@@ -131,12 +131,14 @@ TEST_REPORT := bin/test-report
 # rather than when a test first asks (a test waits for a build under way:
 # hack/binaries locks every binary): the cluster's first, at once, as most
 # packages wait for them, then the tools a single test each runs (krew, the
-# Consul agent, Helm, OpenKruise's manager) one after the other in the order
-# go test reaches them. A test that reaches its tool first builds it itself.
+# Consul agent, Helm, OpenKruise's manager) one after the other: Consul
+# first, as internal/bridge and an e2e test both wait for it, krew last, as
+# its test comes first and builds it sooner itself (a test that reaches its
+# tool first builds it, and the build here then finds it done).
 # (At nice 10 the Consul agent's build took 40 min on 2 cores, starved by
 # the tests, and held internal/bridge as long.)
 TEST_CLUSTER_BINARIES := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kwok gotestsum
-TEST_TOOL_BINARIES := krew consul helm kruise-manager
+TEST_TOOL_BINARIES := consul helm kruise-manager krew
 
 .PHONY: test
 test: ## Unit, integration (envtest) and end-to-end (local cluster) tests of every module; ends with a table of each step's time and CPU and the slowest tests.
@@ -158,14 +160,16 @@ tracked-files: ## Fail when git tracks an executable binary or a file over 1 MiB
 
 # How many test binaries go test runs at once (and compiles, from the same
 # pool): more than the cores, as the long packages mostly wait on their
-# clusters and a package waiting for a tool's build holds a place.
+# clusters and a package waiting for a tool's build holds a place. The
+# timeout is each test binary's: e2e took 45 min in a cold run on 2 cores
+# (25 of them waiting for the Consul agent's build).
 TEST_PACKAGES ?= 3
 
 .PHONY: test-main
 test-main: ## The main module's tests: unit, integration and end-to-end.
 	@mkdir -p $(TEST_REPORT)
 	$(BUILDBIN_BUILD) && GOTESTSUM=$$($(BUILDBIN) gotestsum) && ASSETS=$$($(BUILDBIN) -envtest) && \
-	  KUBEBUILDER_ASSETS=$$ASSETS $$GOTESTSUM --format standard-quiet --jsonfile $(TEST_REPORT)/test-main.json -- -count=1 -p $(TEST_PACKAGES) -timeout 45m ./...
+	  KUBEBUILDER_ASSETS=$$ASSETS $$GOTESTSUM --format standard-quiet --jsonfile $(TEST_REPORT)/test-main.json -- -count=1 -p $(TEST_PACKAGES) -timeout 60m ./...
 
 .PHONY: test-module/%
 test-module/%: ## The tests of one of the other modules (SUBMODULES).
