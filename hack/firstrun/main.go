@@ -190,6 +190,22 @@ func measureDev(dir, what string) measurement {
 	return m
 }
 
+// failedSteps names the steps make test recorded as failed, for the
+// README's row: ": vet, test-main", or nothing when it recorded none.
+func failedSteps(stepsFile string) string {
+	data, _ := os.ReadFile(stepsFile)
+	var failed []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[2] == "FAILED" {
+			failed = append(failed, f[0])
+		}
+	}
+	if len(failed) == 0 {
+		return ""
+	}
+	return " in " + strings.Join(failed, ", ")
+}
+
 // measureTest runs make test and keeps its step table.
 func measureTest(dir, what string) measurement {
 	m := measurement{what: what}
@@ -201,7 +217,7 @@ func measureTest(dir, what string) measurement {
 	defer log.Close()
 	startTime := time.Now()
 	if err := cmd.Wait(); err != nil {
-		m.err = fmt.Errorf("make test failed (%v); see %s", err, log.Name())
+		m.err = fmt.Errorf("make test failed (%v)%s; see %s", err, failedSteps(filepath.Join(src, "bin", "test-report", "steps")), log.Name())
 	}
 	m.seconds = time.Since(startTime).Seconds()
 	report := exec.Command("go", "run", "./hack/testreport", filepath.Join(src, "bin", "test-report"))
@@ -267,7 +283,9 @@ func render(ms []measurement, commit string, o options) (rows []string, details 
 	for _, m := range ms {
 		result := minutes(m.seconds)
 		if m.err != nil {
-			result += " (failed: " + strings.SplitN(m.err.Error(), "\n", 2)[0] + ")"
+			// The first line, without the log's path (a scratch folder).
+			first, _, _ := strings.Cut(strings.SplitN(m.err.Error(), "\n", 2)[0], "; see ")
+			result += " (failed: " + first + ")"
 		}
 		rows = append(rows, fmt.Sprintf("| %s | %s | %s |", m.what, result, when))
 	}
