@@ -90,6 +90,7 @@ func TestWebhookCertificateRotation(t *testing.T) {
 		}
 	}()
 	served := map[string]bool{}
+	var atSighting []int64 // admissions so far when each certificate was first seen
 	start := time.Now()
 	eventually(t, 2*time.Minute, "the webhook serving a third certificate (two rotations)", func(context.Context) (bool, string, error) {
 		conn, err := tls.Dial("tcp", short.WebhookAddr(), &tls.Config{InsecureSkipVerify: true}) // #nosec: reading the served certificate only
@@ -97,7 +98,10 @@ func TestWebhookCertificateRotation(t *testing.T) {
 			return false, err.Error(), nil
 		}
 		defer conn.Close()
-		served[fmt.Sprintf("%x", sha256.Sum256(conn.ConnectionState().PeerCertificates[0].Raw))] = true
+		if cert := fmt.Sprintf("%x", sha256.Sum256(conn.ConnectionState().PeerCertificates[0].Raw)); !served[cert] {
+			served[cert] = true
+			atSighting = append(atSighting, admitted.Load())
+		}
 		return len(served) >= 3, fmt.Sprintf("%d certificates served", len(served)), nil
 	})
 	close(stop)
@@ -106,7 +110,11 @@ func TestWebhookCertificateRotation(t *testing.T) {
 	if refused.Load() != 0 {
 		t.Errorf("%d admissions refused across the rotations; the first: %v", refused.Load(), firstRefusal)
 	}
-	if admitted.Load() < 100 {
-		t.Errorf("only %d admissions during the rotations", admitted.Load())
+	// Admissions across each rotation, not a rate: a busy machine makes
+	// fewer calls in the same seconds (98 in 14 s under make test's load).
+	for i := 1; i < len(atSighting); i++ {
+		if n := atSighting[i] - atSighting[i-1]; n < 10 {
+			t.Errorf("only %d admissions while certificate %d was served (admissions at each new certificate: %v)", n, i, atSighting)
+		}
 	}
 }
