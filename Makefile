@@ -130,8 +130,8 @@ TEST_REPORT := bin/test-report
 # The binaries the main module's tests run, built when make test starts
 # rather than when a test first asks (a test waits for a build under way:
 # hack/binaries locks every binary): the cluster's first, at once, as most
-# packages wait for them, then the tools a single test each runs (krew, the
-# Consul agent, Helm, OpenKruise's manager) one after the other: Consul
+# packages wait for them, then the tools a few tests run (the Consul agent,
+# Helm, OpenKruise's manager, krew) one after the other: Consul
 # first, as internal/bridge and an e2e test both wait for it, krew last, as
 # its test comes first and builds it sooner itself (a test that reaches its
 # tool first builds it, and the build here then finds it done).
