@@ -24,7 +24,8 @@ import (
 // certificate lives 30 seconds (renewed 22 seconds ahead) serves a new
 // certificate at least twice while the test admits evictions through its
 // fail-closed webhook throughout (server-side dry runs, in a namespace a
-// budget protects): none is refused.
+// budget protects): none is refused, and some are admitted under each
+// certificate.
 func TestWebhookCertificateRotation(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -104,17 +105,26 @@ func TestWebhookCertificateRotation(t *testing.T) {
 		}
 		return len(served) >= 3, fmt.Sprintf("%d certificates served", len(served)), nil
 	})
+	// Admissions under the last certificate too, so every rotation has
+	// admissions on both sides of it.
+	last := atSighting[len(atSighting)-1]
+	eventually(t, time.Minute, "admissions under the third certificate", func(context.Context) (bool, string, error) {
+		n := admitted.Load() - last
+		return n >= 3, fmt.Sprintf("%d admissions", n), nil
+	})
 	close(stop)
 	<-done
+	atSighting = append(atSighting, admitted.Load())
 	t.Logf("%d certificates served in %s; %d evictions admitted, %d refused", len(served), time.Since(start).Round(time.Second), admitted.Load(), refused.Load())
 	if refused.Load() != 0 {
 		t.Errorf("%d admissions refused across the rotations; the first: %v", refused.Load(), firstRefusal)
 	}
-	// Admissions across each rotation, not a rate: a busy machine makes
-	// fewer calls in the same seconds (98 in 14 s under make test's load).
+	// Admissions while each certificate was served, not a rate: a busy
+	// machine makes fewer calls in the same seconds (98 in 14 s, and 7 in
+	// the first certificate's few seconds, under make test's load).
 	for i := 1; i < len(atSighting); i++ {
-		if n := atSighting[i] - atSighting[i-1]; n < 10 {
-			t.Errorf("only %d admissions while certificate %d was served (admissions at each new certificate: %v)", n, i, atSighting)
+		if n := atSighting[i] - atSighting[i-1]; n < 1 {
+			t.Errorf("no admission while certificate %d was served (admissions at each new certificate, then in all: %v)", i, atSighting)
 		}
 	}
 }
