@@ -34,8 +34,10 @@ type Cycle interface {
 	// fails fails the step: the kind records why in the status, and
 	// nothing is executed.
 	Plan() ([]podlife.Action, error)
-	// WriteStatus writes the status when it differs from the stored one.
-	WriteStatus(ctx context.Context) error
+	// WriteStatus writes the status when it differs from the stored one;
+	// routine, a change of counts alone may wait (WriteStatus in shell.go),
+	// and it says for how long.
+	WriteStatus(ctx context.Context, routine bool) (time.Duration, error)
 	// Execute carries the plan out, recording its outcome in the status,
 	// and says when to look again.
 	Execute(ctx context.Context) (time.Duration, error)
@@ -65,7 +67,7 @@ func Run(ctx context.Context, c Cycle) (ctrl.Result, error) {
 	}
 	actions, planErr := c.Plan()
 	if podlife.ChangesStates(actions) || planErr != nil {
-		if err := c.WriteStatus(ctx); err != nil {
+		if _, err := c.WriteStatus(ctx, false); err != nil {
 			if apierrors.IsConflict(err) {
 				return ctrl.Result{Requeue: true}, planErr
 			}
@@ -78,7 +80,9 @@ func Run(ctx context.Context, c Cycle) (ctrl.Result, error) {
 		after, err := c.Execute(ctx)
 		pace.Wake(after)
 		stepErr = err
-		if err := c.WriteStatus(ctx); err != nil {
+		wait, err := c.WriteStatus(ctx, true)
+		pace.Wake(wait)
+		if err != nil {
 			if apierrors.IsConflict(err) {
 				return ctrl.Result{Requeue: true}, stepErr
 			}

@@ -19,7 +19,8 @@ type fake struct {
 	calls                   []string
 	states                  bool // the step moves a pod to another lifecycle state
 	revisions, plan, tidy   error
-	status                  []error // per WriteStatus call
+	status                  []error       // per WriteStatus call
+	statusWait              time.Duration // a routine write's wait
 	execute                 error
 	executeAfter, tidyAfter time.Duration
 }
@@ -35,13 +36,19 @@ func (f *fake) Plan() ([]podlife.Action, error) {
 	}
 	return []podlife.Action{podlife.CreatePod{}, podlife.DeletePod{}, podlife.UpdateInPlace{}}, f.plan
 }
-func (f *fake) WriteStatus(context.Context) error {
-	f.calls = append(f.calls, "status")
-	n := len(slices.DeleteFunc(slices.Clone(f.calls), func(c string) bool { return c != "status" }))
-	if n <= len(f.status) {
-		return f.status[n-1]
+
+// WriteStatus records a routine write as "status*".
+func (f *fake) WriteStatus(_ context.Context, routine bool) (time.Duration, error) {
+	call, wait := "status", time.Duration(0)
+	if routine {
+		call, wait = "status*", f.statusWait
 	}
-	return nil
+	f.calls = append(f.calls, call)
+	n := len(slices.DeleteFunc(slices.Clone(f.calls), func(c string) bool { return !strings.HasPrefix(c, "status") }))
+	if n <= len(f.status) {
+		return 0, f.status[n-1]
+	}
+	return wait, nil
 }
 func (f *fake) Execute(context.Context) (time.Duration, error) {
 	f.calls = append(f.calls, "execute")
@@ -56,8 +63,9 @@ var conflict = apierrors.NewConflict(schema.GroupResource{Resource: "clonesets"}
 
 // The phases in their order for every kind: the status before the step's
 // pod writes when the step moves a pod's lifecycle state (and checked
-// again after), else once after them; every failure stops where it must,
-// and the wishes to look again merge to the soonest.
+// again after), else once after them; only the write after them is
+// routine (status*: counts alone may wait); every failure stops where it
+// must, and the wishes to look again merge to the soonest.
 func TestRun(t *testing.T) {
 	boom := errors.New("boom")
 	for _, c := range []struct {
@@ -68,15 +76,16 @@ func TestRun(t *testing.T) {
 		after   time.Duration
 		err     string
 	}{
-		{"a step that moves a pod's state", fake{states: true, executeAfter: 3 * time.Second, tidyAfter: 2 * time.Second}, "revisions plan status execute status tidy", false, 2 * time.Second, ""},
-		{"any other step: the status once, after", fake{executeAfter: time.Second}, "revisions plan execute status tidy", false, time.Second, ""},
+		{"a step that moves a pod's state", fake{states: true, executeAfter: 3 * time.Second, tidyAfter: 2 * time.Second}, "revisions plan status execute status* tidy", false, 2 * time.Second, ""},
+		{"any other step: the status once, after", fake{executeAfter: time.Second}, "revisions plan execute status* tidy", false, time.Second, ""},
+		{"counts that wait: looked at again when written", fake{executeAfter: 3 * time.Second, statusWait: 400 * time.Millisecond}, "revisions plan execute status* tidy", false, 400 * time.Millisecond, ""},
 		{"revisions fail: nothing else", fake{revisions: boom}, "revisions", false, 0, "boom"},
 		{"the plan fails: its status written, nothing executed", fake{plan: boom, tidyAfter: time.Second}, "revisions plan status tidy", false, time.Second, "boom"},
 		{"the status conflicts: no step on a changed workload", fake{states: true, status: []error{conflict}}, "revisions plan status", true, 0, ""},
 		{"the status fails", fake{states: true, status: []error{boom}}, "revisions plan status", false, 0, "boom"},
-		{"the step fails: its outcome written, tidied", fake{execute: boom}, "revisions plan execute status tidy", false, 0, "boom"},
-		{"the status after conflicts", fake{states: true, status: []error{nil, conflict}, execute: boom}, "revisions plan status execute status", true, 0, "boom"},
-		{"tidy fails", fake{tidy: boom}, "revisions plan execute status tidy", false, 0, "boom"},
+		{"the step fails: its outcome written, tidied", fake{execute: boom}, "revisions plan execute status* tidy", false, 0, "boom"},
+		{"the status after conflicts", fake{states: true, status: []error{nil, conflict}, execute: boom}, "revisions plan status execute status*", true, 0, "boom"},
+		{"tidy fails", fake{tidy: boom}, "revisions plan execute status* tidy", false, 0, "boom"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := c.f

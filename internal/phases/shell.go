@@ -58,6 +58,7 @@ type Shell struct {
 	OwnWrites podexec.OwnWrites
 	metrics   podexec.Metrics
 	hookWait  time.Duration
+	pace      statusPace
 }
 
 // Options are what every workload controller is tuned by.
@@ -84,6 +85,10 @@ type Kind struct {
 	// BudgetUser is who the budget events and counters say disrupted a pod.
 	BudgetUser string
 	Metrics    podexec.Metrics
+	// StatusEvery spaces the kind's routine status writes (statusPace):
+	// a change of counts alone waits until this long after the last
+	// write; 0: every change is written at once.
+	StatusEvery time.Duration
 }
 
 // NewExpectations returns the expectations a controller tuned by o keeps.
@@ -129,6 +134,7 @@ func (s *Shell) Init(k Kind, o *Options) {
 		s.Pods = ownerindex.ListedPods{Reader: s.Client}
 	}
 	s.metrics, s.hookWait = k.Metrics, o.HookWaitWarning
+	s.pace = statusPace{every: k.StatusEvery}
 	s.Exec = &podexec.Executor{
 		Client: s.Client, Live: s.APIReader, Recorder: s.Recorder, Clock: s.Clock,
 		Budgets: s.Budgets, BudgetUser: k.BudgetUser, Expectations: s.Expectations, Metrics: k.Metrics,
@@ -155,6 +161,7 @@ func (s *Shell) Read(ctx context.Context, req ctrl.Request, obj client.Object, f
 		if apierrors.IsNotFound(err) {
 			s.Expectations.Forget(req.NamespacedName)
 			s.OwnWrites.Forget(req.NamespacedName)
+			s.pace.forget(req.NamespacedName)
 			s.metrics.Forget(req.Namespace, req.Name)
 			if forget != nil {
 				forget(req.NamespacedName)
@@ -179,13 +186,25 @@ func (s *Shell) Read(ctx context.Context, req ctrl.Request, obj client.Object, f
 
 // WriteStatus writes *w's status if it changed (podexec.WriteStatus),
 // recording the write for s's next Read, and keeps *w as stored so that a
-// later write in the same reconcile is conditional on this one.
-func WriteStatus[T client.Object, S any](ctx context.Context, s *Shell, w *T, status S, field func(T) *S) error {
-	stored, err := podexec.WriteStatus(ctx, s.Client, &s.OwnWrites, *w, status, field)
-	if err == nil {
-		*w = stored
+// later write in the same reconcile is conditional on this one. A routine
+// write of changed counts alone may wait (Kind.StatusEvery): it returns
+// how long, and writes nothing.
+func WriteStatus[T client.Object, S any](ctx context.Context, s *Shell, w *T, status S, field func(T) *S, routine bool) (time.Duration, error) {
+	key, now := client.ObjectKeyFromObject(*w), s.Clock.Now()
+	if routine {
+		if wait := s.pace.wait(key, now); wait > 0 && CountsOnly(*field(*w), status) {
+			return wait, nil
+		}
 	}
-	return err
+	stored, err := podexec.WriteStatus(ctx, s.Client, &s.OwnWrites, *w, status, field)
+	if err != nil {
+		return 0, err
+	}
+	if stored.GetResourceVersion() != (*w).GetResourceVersion() {
+		s.pace.wrote(key, now)
+	}
+	*w = stored
+	return 0, nil
 }
 
 // Disruptions is the plan's disruption check for w, of kind: the budgets

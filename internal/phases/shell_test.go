@@ -100,7 +100,7 @@ func TestReadWaitsForOwnWrites(t *testing.T) {
 	if err := s.Get(context.Background(), key, w); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteStatus(context.Background(), s, &w, appsv1.DeploymentStatus{Replicas: 1}, func(d *appsv1.Deployment) *appsv1.DeploymentStatus { return &d.Status }); err != nil {
+	if _, err := WriteStatus(context.Background(), s, &w, appsv1.DeploymentStatus{Replicas: 1}, statusOf, true); err != nil {
 		t.Fatal(err)
 	}
 	if w.Status.Replicas != 1 {
@@ -133,11 +133,82 @@ func TestWriteStatusSkipsAnUnchangedStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := w
-	if err := WriteStatus(context.Background(), s, &w, w.Status, func(d *appsv1.Deployment) *appsv1.DeploymentStatus { return &d.Status }); err != nil {
+	if _, err := WriteStatus(context.Background(), s, &w, w.Status, statusOf, true); err != nil {
 		t.Fatal(err)
 	}
 	if w != before || !s.OwnWrites.Seen(key, "0") {
 		t.Error("an unchanged status was written")
+	}
+}
+
+func statusOf(d *appsv1.Deployment) *appsv1.DeploymentStatus { return &d.Status }
+
+// A kind with a status pace writes a routine change of counts alone at
+// most once per StatusEvery, saying how long the next waits; a change
+// of anything else, and a write that is not routine, go at once; without
+// a pace every change goes at once.
+func TestWriteStatusPacesRoutineCounts(t *testing.T) {
+	ctx := context.Background()
+	for _, every := range []time.Duration{0, time.Second} {
+		s := newShell(t, podsOf{}, deployment())
+		s.pace = statusPace{every: every}
+		clk := s.Clock.(*clocktesting.FakeClock)
+		w := &appsv1.Deployment{}
+		if err := s.Get(ctx, key, w); err != nil {
+			t.Fatal(err)
+		}
+		write := func(st appsv1.DeploymentStatus, routine bool) (time.Duration, bool) {
+			t.Helper()
+			before := w.ResourceVersion
+			wait, err := WriteStatus(ctx, s, &w, st, statusOf, routine)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return wait, w.ResourceVersion != before
+		}
+		if _, wrote := write(appsv1.DeploymentStatus{Replicas: 1}, true); !wrote {
+			t.Fatalf("every %v: the first write waited", every)
+		}
+		clk.Step(300 * time.Millisecond)
+		wait, wrote := write(appsv1.DeploymentStatus{Replicas: 2}, true)
+		if want := max(0, every-300*time.Millisecond); wait != want || wrote == (every > 0) {
+			t.Errorf("every %v: counts alone 300ms after a write: wait %v, written %v; want wait %v", every, wait, wrote, want)
+		}
+		if _, wrote := write(appsv1.DeploymentStatus{Replicas: 3, ObservedGeneration: 2}, true); !wrote {
+			t.Errorf("every %v: a new observedGeneration waited", every)
+		}
+		if _, wrote := write(appsv1.DeploymentStatus{Replicas: 4, ObservedGeneration: 2}, false); !wrote {
+			t.Errorf("every %v: a write that is not routine waited", every)
+		}
+		clk.Step(every)
+		if _, wrote := write(appsv1.DeploymentStatus{Replicas: 5, ObservedGeneration: 2}, true); !wrote {
+			t.Errorf("every %v: counts alone a pace after the last write waited", every)
+		}
+	}
+}
+
+// CountsOnly: the top-level int32 fields alone.
+func TestCountsOnly(t *testing.T) {
+	base := appsv1.DaemonSetStatus{NumberReady: 3, ObservedGeneration: 1}
+	for _, c := range []struct {
+		name string
+		next func(*appsv1.DaemonSetStatus)
+		want bool
+	}{
+		{"nothing", func(*appsv1.DaemonSetStatus) {}, true},
+		{"counts", func(s *appsv1.DaemonSetStatus) { s.NumberReady, s.UpdatedNumberScheduled = 4, 2 }, true},
+		{"observedGeneration", func(s *appsv1.DaemonSetStatus) { s.ObservedGeneration = 2 }, false},
+		{"collisionCount", func(s *appsv1.DaemonSetStatus) { s.CollisionCount = new(int32) }, false},
+		{"a condition", func(s *appsv1.DaemonSetStatus) {
+			s.NumberReady = 4
+			s.Conditions = []appsv1.DaemonSetCondition{{Type: "Progressing", Status: corev1.ConditionTrue, Reason: "Complete"}}
+		}, false},
+	} {
+		next := base
+		c.next(&next)
+		if got := CountsOnly(base, next); got != c.want {
+			t.Errorf("%s: CountsOnly = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 

@@ -56,8 +56,8 @@ func (s *step) Plan() ([]podlife.Action, error) {
 	return plan.Actions, nil
 }
 
-func (s *step) WriteStatus(ctx context.Context) error {
-	return phases.WriteStatus(ctx, &s.r.Shell, &s.c.cs, s.status, func(cs *appsv1alpha1.CloneSet) *appsv1alpha1.CloneSetStatus { return &cs.Status })
+func (s *step) WriteStatus(ctx context.Context, routine bool) (time.Duration, error) {
+	return phases.WriteStatus(ctx, &s.r.Shell, &s.c.cs, s.status, func(cs *appsv1alpha1.CloneSet) *appsv1alpha1.CloneSetStatus { return &cs.Status }, routine)
 }
 
 func (s *step) Execute(ctx context.Context) (time.Duration, error) {

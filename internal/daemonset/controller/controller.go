@@ -43,7 +43,10 @@ var metrics = podexec.NewMetrics(podexec.MetricNames{Kind: "daemonset", Title: "
 
 // shellKind is what the shell knows of Advanced DaemonSets.
 var shellKind = phases.Kind{Name: "advanced-daemonset", For: &appsv1beta1.DaemonSet{}, BudgetUser: "daemonset-controller", Metrics: metrics,
-	NewList: func() client.ObjectList { return &appsv1beta1.DaemonSetList{} }}
+	NewList: func() client.ObjectList { return &appsv1beta1.DaemonSetList{} },
+	// A node change batch per status write, as Kubernetes' DaemonSet
+	// controller writes it; Progressing "Complete" is written at once.
+	StatusEvery: time.Second}
 
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=daemonsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=daemonsets/status,verbs=get;update;patch

@@ -58,8 +58,8 @@ func (s *step) Plan() ([]podlife.Action, error) {
 	return s.plan.Actions, err
 }
 
-func (s *step) WriteStatus(ctx context.Context) error {
-	return phases.WriteStatus(ctx, &s.r.Shell, &s.c.set, s.status, statusOf)
+func (s *step) WriteStatus(ctx context.Context, routine bool) (time.Duration, error) {
+	return phases.WriteStatus(ctx, &s.r.Shell, &s.c.set, s.status, statusOf, routine)
 }
 
 func (s *step) Execute(ctx context.Context) (time.Duration, error) {

@@ -56,8 +56,8 @@ func (s *step) Plan() ([]podlife.Action, error) {
 	return plan.Actions, nil
 }
 
-func (s *step) WriteStatus(ctx context.Context) error {
-	return phases.WriteStatus(ctx, &s.r.Shell, &s.c.set, s.status, statusOf)
+func (s *step) WriteStatus(ctx context.Context, routine bool) (time.Duration, error) {
+	return phases.WriteStatus(ctx, &s.r.Shell, &s.c.set, s.status, statusOf, routine)
 }
 
 // Execute records a failure in FailedCreatePod (scaling) or
