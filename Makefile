@@ -165,21 +165,11 @@ tracked-files: ## Fail when git tracks an executable binary or a file over 1 MiB
 # (25 of them waiting for the Consul agent's build).
 TEST_PACKAGES ?= 3
 
-# test/e2e runs in two processes, each on a cluster of its own: the tests
-# that stop, kill or replace the manager or the bridge
-# (test/e2e/shards_test.go) beside the rest, which run with the other
-# packages. In one process it was make test's long pole (1,395 s of
-# test-main's 1,556 in CI on 11-29, the other packages done long before).
 .PHONY: test-main
 test-main: ## The main module's tests: unit, integration and end-to-end.
 	@mkdir -p $(TEST_REPORT)
-	$(BUILDBIN_BUILD) && GOTESTSUM=$$($(BUILDBIN) gotestsum) && ASSETS=$$($(BUILDBIN) -envtest) || exit 1; \
-	LIFELINE_E2E_SHARD=restarts $$GOTESTSUM --format standard-quiet --jsonfile $(TEST_REPORT)/test-main.shard-restarts.json -- -count=1 -timeout 60m ./test/e2e & shard=$$!; \
-	trap 'kill $$shard 2>/dev/null' EXIT; \
-	KUBEBUILDER_ASSETS=$$ASSETS LIFELINE_E2E_SHARD=rest $$GOTESTSUM --format standard-quiet --jsonfile $(TEST_REPORT)/test-main.json -- -count=1 -p $(TEST_PACKAGES) -timeout 60m ./...; \
-	main=$$?; wait $$shard; restarts=$$?; trap - EXIT; \
-	[ $$main = 0 ] || echo "test-main: FAILED: go test ./..."; [ $$restarts = 0 ] || echo "test-main: FAILED: go test ./test/e2e (LIFELINE_E2E_SHARD=restarts)"; \
-	[ $$main = 0 ] && [ $$restarts = 0 ]
+	$(BUILDBIN_BUILD) && GOTESTSUM=$$($(BUILDBIN) gotestsum) && ASSETS=$$($(BUILDBIN) -envtest) && \
+	  KUBEBUILDER_ASSETS=$$ASSETS $$GOTESTSUM --format standard-quiet --jsonfile $(TEST_REPORT)/test-main.json -- -count=1 -p $(TEST_PACKAGES) -timeout 60m ./...
 
 .PHONY: test-module/%
 test-module/%: ## The tests of one of the other modules (SUBMODULES).

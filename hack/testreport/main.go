@@ -3,10 +3,8 @@
 // order) with how busy the CPU was meanwhile (DIR/cpu: "step start|end"
 // and the /proc/stat line then), what make test built up front
 // (DIR/build-*.log), then, from the go test JSON records in DIR (gotestsum
-// --jsonfile), the slowest packages and the slowest top-level tests. A
-// record named NAME.shard-SHARD.json holds one shard of a package run in
-// several processes: its packages read "PACKAGE [SHARD]". .ci/run runs
-// make test, so CI prints the same table.
+// --jsonfile), the slowest packages and the slowest top-level tests. .ci/run
+// runs make test, so CI prints the same table.
 //
 //	go run ./hack/testreport DIR
 package main
@@ -106,10 +104,6 @@ func readRecord(path string) (packages, tests []timing, err error) {
 		return nil, nil, err
 	}
 	defer f.Close()
-	shard := ""
-	if _, s, ok := strings.Cut(strings.TrimSuffix(filepath.Base(path), ".json"), ".shard-"); ok {
-		shard = " [" + s + "]"
-	}
 	dec := json.NewDecoder(f)
 	for {
 		var e event
@@ -121,7 +115,7 @@ func readRecord(path string) (packages, tests []timing, err error) {
 		if e.Action != "pass" && e.Action != "fail" {
 			continue
 		}
-		short := strings.TrimPrefix(e.Package, "github.com/lifeline-k8s/lifeline/") + shard
+		short := strings.TrimPrefix(e.Package, "github.com/lifeline-k8s/lifeline/")
 		switch {
 		case e.Test == "":
 			packages = append(packages, timing{short, e.Elapsed, e.Action})

@@ -28,17 +28,13 @@ test-main end cpu  151300 0 100 150800 0 0 0 0 0 0
 {"Action":"fail","Package":"github.com/lifeline-k8s/lifeline/test/e2e","Test":"TestB","Elapsed":300}
 {"Action":"fail","Package":"github.com/lifeline-k8s/lifeline/test/e2e","Elapsed":1200}
 `)
-	write("test-main.shard-restarts.json", `{"Action":"pass","Package":"github.com/lifeline-k8s/lifeline/test/e2e","Test":"TestC","Elapsed":200}
-{"Action":"pass","Package":"github.com/lifeline-k8s/lifeline/test/e2e","Elapsed":700}
-`)
 	var b strings.Builder
 	if err := report(&b, dir); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
 	for _, want := range []string{"test-main", "1500 s  FAILED", "total", "1512 s", "test/e2e", "1200 s  fail",
-		"12 s  ok     CPU 100%", "FAILED CPU  50%", "CPU  50%\n", "built etcd in 1m2s",
-		"test/e2e [restarts]", "700 s  pass", "test/e2e [restarts] TestC"} {
+		"12 s  ok     CPU 100%", "FAILED CPU  50%", "CPU  50%\n", "built etcd in 1m2s"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}

@@ -5,7 +5,6 @@ package e2e
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"sync"
@@ -28,15 +27,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
 	// Two real nodes beside kwok's, for the tests whose pods must run real
 	// containers (realnode_test.go); the rest never tolerate them.
-	realNodes, err := selectShard(os.Getenv("LIFELINE_E2E_SHARD"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(testenv.RunWith(m, "lifeline-e2e-", cluster.Options{RealNodes: realNodes}, func(c *cluster.Cluster) error {
+	os.Exit(testenv.RunWith(m, "lifeline-e2e-", cluster.Options{RealNodes: 2}, func(c *cluster.Cluster) error {
 		local = c
 		cfg := rest.CopyConfig(local.Config)
 		cfg.QPS, cfg.Burst = 200, 400 // the tests' own client must not be what is slow
