@@ -110,6 +110,9 @@ type Guard struct {
 	// unsettled counts, by budget and pod, records that may be orphans
 	// (see markRecorded).
 	unsettled map[types.NamespacedName]map[string]int
+	// confirmed holds, by budget and pod, the second of each record this
+	// process wrote and saw land (see isConfirmed).
+	confirmed map[types.NamespacedName]map[string]int64
 	// reviews holds the API server's recent answers on who may edit which
 	// budget (see mayEdit).
 	reviews *cache.LRUExpireCache

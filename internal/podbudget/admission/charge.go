@@ -99,18 +99,26 @@ func (g *Guard) Take(ctx context.Context, r Request) (Verdict, error) {
 		// cached budget and without copying its records: only the
 		// budget's controller removes records, so "already recorded"
 		// holds (unless the record may be an orphan, see markRecorded).
-		if d, free := budget.Free(pub.Annotations, &pub.Status, r.Pod, r.Op); free && !g.isUnsettled(key, r.Pod.Name) {
+		d, free := budget.Free(pub.Annotations, &pub.Status, r.Pod, r.Op)
+		if free && !g.isUnsettled(key, r.Pod.Name) && (d.RecordedAt.IsZero() || g.isConfirmed(key, r.Pod.Name, d.RecordedAt)) {
 			admissions.WithLabelValues(key.String(), string(r.Op), "free").Inc()
 			v.Reason = d.Reason
 			continue
 		}
-		charge = append(charge, charged{pub: pub, key: key, allowed: g.allowed(key, pub)})
+		// A record another process made (or this one before a restart)
+		// is claimed by a write before anyone is admitted by it: see
+		// isConfirmed.
+		claim := free && !d.RecordedAt.IsZero()
+		charge = append(charge, charged{pub: pub, key: key, allowed: g.allowed(key, pub), claim: claim})
 	}
 	// The strictest budget first, and a spent one refuses before any
 	// other is charged: a disruption one budget refuses should hold no
-	// other, not even until its withdrawal is written.
-	sort.SliceStable(charge, func(i, j int) bool { return charge[i].allowed < charge[j].allowed })
-	if len(charge) > 0 {
+	// other, not even until its withdrawal is written. A claim takes no
+	// unit, so a spent budget does not refuse it.
+	sort.SliceStable(charge, func(i, j int) bool {
+		return !charge[i].claim && (charge[j].claim || charge[i].allowed < charge[j].allowed)
+	})
+	if len(charge) > 0 && !charge[0].claim {
 		if d, spent := charge[0].spent(); spent {
 			return g.refuse(ctx, r, budgets, charge[0].pub, nil, d.Reason), nil
 		}
@@ -125,7 +133,7 @@ func (g *Guard) Take(ctx context.Context, r Request) (Verdict, error) {
 			return Verdict{}, ans.err
 		case !ans.d.Allowed:
 			return g.refuse(ctx, r, budgets, c.pub, held, ans.d.Reason), nil
-		case ans.d.Status != nil:
+		case ans.d.Status != nil && !ans.claim:
 			held = append(held, taken{key: c.key, at: ans.at})
 			admissions.WithLabelValues(c.key.String(), string(r.Op), "admitted").Inc()
 		default:
@@ -141,6 +149,9 @@ type charged struct {
 	pub     *policyv1alpha1.PodUnavailableBudget
 	key     types.NamespacedName
 	allowed int32
+	// claim: the pod is recorded already, by a record this process did
+	// not see land.
+	claim bool
 }
 
 // spent reports whether the budget allows no more disruptions as this

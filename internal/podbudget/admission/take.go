@@ -48,6 +48,9 @@ type answer struct {
 	// at is when a recorded disruption was recorded (to withdraw it).
 	at  time.Time
 	err error
+	// claim: the write claimed a record made before (budget.Claim), which
+	// took no unit and is never withdrawn.
+	claim bool
 }
 
 // deliver answers a unless its caller gave up first; it reports whether
@@ -103,6 +106,7 @@ func (g *Guard) takeOne(ctx context.Context, key types.NamespacedName, pod *core
 // budget key.
 func (g *Guard) withdraw(key types.NamespacedName, pod string, at time.Time) {
 	withdrawals.Inc()
+	g.unconfirm(key, pod)
 	g.mark(key, pod)
 	g.enqueue(key, func(q *queue) { q.withdrawals = append(q.withdrawals, withdrawal{pod: pod, at: at}) })
 }
@@ -190,7 +194,7 @@ func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, 
 	now := g.Now()
 	pub, err := g.base(ctx, key, q)
 	if apierrors.IsNotFound(err) {
-		answerAll(asks, nil, nil, nil, now) // the budget went meanwhile: nothing to guard
+		answerAll(asks, nil, nil, nil, nil, now) // the budget went meanwhile: nothing to guard
 		g.drop(key, back)
 		return
 	}
@@ -204,9 +208,9 @@ func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, 
 		if !podcache.Waiting(g.Synced, key.Namespace) {
 			dropped = budget.DropSettled(status, g.lookup(key.Namespace), now)
 		}
-		decisions, recorded := decide(pub, status, asks, now)
+		decisions, claims, recorded := decide(pub, status, asks, now)
 		if !recorded && !withdrawn {
-			answerAll(asks, pub, decisions, nil, now)
+			answerAll(asks, pub, decisions, claims, nil, now)
 			g.drop(key, back)
 			return
 		}
@@ -218,10 +222,11 @@ func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, 
 		case err == nil:
 			settledDropped.Add(float64(dropped))
 			g.setLast(q, updated)
-			g.settle(key, asks, answerAll(asks, updated, decisions, nil, now), decisions, now)
+			g.confirm(key, updated, asks, decisions)
+			g.settle(key, asks, answerAll(asks, updated, decisions, claims, nil, now), decisions, claims, now)
 			g.drop(key, back)
 		case apierrors.IsNotFound(err):
-			answerAll(asks, nil, nil, nil, now)
+			answerAll(asks, nil, nil, nil, nil, now)
 			g.drop(key, back)
 		case !isAPIError(err):
 			// Timed out or cut off: the write may have landed. Take back
@@ -229,8 +234,8 @@ func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, 
 			if errors.Is(err, context.DeadlineExceeded) {
 				err = ErrTooLate
 			}
-			answerAll(asks, pub, nil, err, now)
-			g.settle(key, asks, make([]bool, len(asks)), decisions, now)
+			answerAll(asks, pub, nil, nil, err, now)
+			g.settle(key, asks, make([]bool, len(asks)), decisions, claims, now)
 			g.requeue(key, back)
 		}
 		g.unmark(key, pending)
@@ -240,7 +245,7 @@ func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, 
 		if apierrors.IsConflict(err) {
 			fresh := &policyv1alpha1.PodUnavailableBudget{}
 			if err = g.Live.Get(ctx, key, fresh); apierrors.IsNotFound(err) {
-				answerAll(asks, nil, nil, nil, now)
+				answerAll(asks, nil, nil, nil, nil, now)
 				g.drop(key, back)
 				return
 			} else if err == nil {
@@ -250,12 +255,12 @@ func (g *Guard) commit(ctx context.Context, key types.NamespacedName, q *queue, 
 		}
 	}
 	if err != nil {
-		answerAll(asks, pub, nil, err, now)
+		answerAll(asks, pub, nil, nil, err, now)
 		g.requeue(key, back)
 		return
 	}
 	busy := budget.Decision{Reason: fmt.Sprintf("PodUnavailableBudget %s is being updated by too many disruptions at once; try again", key.Name)}
-	answerAll(asks, pub, repeat(busy, len(asks)), nil, now)
+	answerAll(asks, pub, repeat(busy, len(asks)), nil, nil, now)
 	g.requeue(key, back)
 }
 
@@ -269,10 +274,12 @@ func (g *Guard) writeStatus(ctx context.Context, pub *policyv1alpha1.PodUnavaila
 }
 
 // settle withdraws the disruptions recorded for asks whose callers were
-// not told (told[i] false): they gave up, so nothing may stay spent on them.
-func (g *Guard) settle(key types.NamespacedName, asks []*ask, told []bool, decisions []budget.Decision, at time.Time) {
+// not told (told[i] false): they gave up, so nothing may stay spent on
+// them. A claim is never withdrawn: it took no unit, and whoever the
+// record was made for may have been admitted by it.
+func (g *Guard) settle(key types.NamespacedName, asks []*ask, told []bool, decisions []budget.Decision, claims []bool, at time.Time) {
 	for i, a := range asks {
-		if !told[i] && !a.dryRun && decisions[i].Status != nil {
+		if !told[i] && !a.dryRun && decisions[i].Status != nil && !claims[i] {
 			g.withdraw(key, a.pod.Name, at)
 		}
 	}
@@ -424,11 +431,12 @@ func newer(a, b string) bool {
 }
 
 // decide judges a batch in order against status, recording into it. It
-// returns each decision and whether anything was recorded. A dry run is
-// judged like the others but leaves nothing for those after.
-func decide(pub *policyv1alpha1.PodUnavailableBudget, status *policyv1alpha1.PodUnavailableBudgetStatus, batch []*ask, now time.Time) ([]budget.Decision, bool) {
+// returns each decision, which of them claim a record made before (see
+// isConfirmed), and whether anything was recorded. A dry run is judged
+// like the others but leaves nothing for those after.
+func decide(pub *policyv1alpha1.PodUnavailableBudget, status *policyv1alpha1.PodUnavailableBudgetStatus, batch []*ask, now time.Time) ([]budget.Decision, []bool, bool) {
 	recorded := false
-	decisions := make([]budget.Decision, len(batch))
+	decisions, claims := make([]budget.Decision, len(batch)), make([]bool, len(batch))
 	for i, a := range batch {
 		var d budget.Decision
 		if a.dryRun {
@@ -439,17 +447,20 @@ func decide(pub *policyv1alpha1.PodUnavailableBudget, status *policyv1alpha1.Pod
 			}
 		} else if d = budget.AdmitInto(pub, status, a.pod, a.op, now); d.Status != nil {
 			recorded = true
+		} else if d.Allowed && !d.RecordedAt.IsZero() {
+			budget.Claim(status, a.pod.Name, d, now)
+			d.Status, claims[i], recorded = status, true, true
 		}
 		decisions[i] = d
 	}
-	return decisions, recorded
+	return decisions, claims, recorded
 }
 
 // answerAll answers every ask and reports which callers were told.
-func answerAll(batch []*ask, pub *policyv1alpha1.PodUnavailableBudget, decisions []budget.Decision, err error, at time.Time) []bool {
+func answerAll(batch []*ask, pub *policyv1alpha1.PodUnavailableBudget, decisions []budget.Decision, claims []bool, err error, at time.Time) []bool {
 	told := make([]bool, len(batch))
 	for i, a := range batch {
-		ans := answer{pub: pub, err: err, at: at}
+		ans := answer{pub: pub, err: err, at: at, claim: claims != nil && claims[i]}
 		switch {
 		case decisions != nil:
 			ans.d = decisions[i]

@@ -85,11 +85,15 @@ func TestDecide(t *testing.T) {
 	}
 	batch = append(batch, &ask{pod: readyPod(1), op: policyv1alpha1.PubDeleteOperation}) // p1 again: already recorded
 	status := pub.Status.DeepCopy()
-	decisions, recorded := decide(pub, status, batch, time.Now())
+	decisions, claims, recorded := decide(pub, status, batch, time.Now())
 	want := []bool{true, true, true, false, true}
 	for i, d := range decisions {
 		if d.Allowed != want[i] {
 			t.Errorf("ask %d: allowed %v (%s), want %v", i, d.Allowed, d.Reason, want[i])
+		}
+		// p1 again claims the record the batch made (a second later).
+		if claims[i] != (i == 4) {
+			t.Errorf("ask %d: claim %v", i, claims[i])
 		}
 	}
 	if !recorded || status.UnavailableAllowed != 0 || len(status.DisruptedPods) != 2 {
@@ -101,7 +105,7 @@ func TestDecide(t *testing.T) {
 	if pub.Status.UnavailableAllowed != 2 {
 		t.Error("decide changed the budget it was given")
 	}
-	if _, recorded := decide(pub, pub.Status.DeepCopy(), batch[:1], time.Now()); recorded {
+	if _, _, recorded := decide(pub, pub.Status.DeepCopy(), batch[:1], time.Now()); recorded {
 		t.Error("a lone dry run writes")
 	}
 }

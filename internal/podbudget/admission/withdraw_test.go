@@ -196,3 +196,52 @@ func TestCheckChargesEveryCoveringBudget(t *testing.T) {
 		}
 	}
 }
+
+// Two replicas: A's status write recording p0 lands after A's caller gave
+// up, so A withdraws the record; before the withdrawal lands the caller's
+// retry reaches B, which finds p0 recorded and admits it. The withdrawal
+// must then not give the unit back: p0 is being evicted on it. B claims
+// the record with a write of its own (a later record time, which the
+// withdrawal no longer matches). Without the claim the budget ended with
+// p0's unit back and p1 admitted too: one disruption over the budget (the
+// e2e eviction storm with two replicas saw 7 admitted of 5).
+func TestAWithdrawalNeverTakesBackARecordAnotherReplicaAdmittedBy(t *testing.T) {
+	var writes atomic.Int64
+	release := make(chan struct{})
+	c := fakeAPIWith(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		if writes.Add(1) == 1 { // A's record of p0 lands after A's caller left
+			<-ctx.Done()
+			time.Sleep(50 * time.Millisecond)
+		} else if _, recorded := obj.(*policyv1alpha1.PodUnavailableBudget).Status.DisruptedPods["p0"]; !recorded {
+			<-release // A's withdrawal waits until B has answered
+		}
+		return c.SubResource(sub).Update(context.Background(), obj, opts...)
+	}}, budgetObj("b", map[string]string{"app": "a"}, 1))
+	replica := func() *Guard {
+		return &Guard{Cache: c, Live: c, Writer: c, Recorder: events.NewFakeRecorder(100), Now: time.Now}
+	}
+	a, b := replica(), replica()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := a.Take(ctx, Request{Pod: readyPod(0), Op: policyv1alpha1.PubEvictOperation}); !errors.Is(err, ErrTooLate) {
+		t.Fatalf("A: Take = %v, want ErrTooLate", err)
+	}
+	waitStatus(t, c, "b", func(s policyv1alpha1.PodUnavailableBudgetStatus) bool { _, ok := s.DisruptedPods["p0"]; return ok })
+	if v, err := b.Take(context.Background(), Request{Pod: readyPod(0), Op: policyv1alpha1.PubEvictOperation}); err != nil || !v.Allowed {
+		t.Fatalf("B: the retry of p0 = %+v, %v; want admitted (p0 is recorded)", v, err)
+	}
+	close(release)
+	key := client.ObjectKey{Namespace: "ns", Name: "b"}
+	for end := time.Now().Add(5 * time.Second); a.isUnsettled(key, "p0"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("A's withdrawal never settled")
+		}
+	}
+	s := waitStatus(t, c, "b", func(policyv1alpha1.PodUnavailableBudgetStatus) bool { return true })
+	if _, ok := s.DisruptedPods["p0"]; !ok || s.UnavailableAllowed != 0 {
+		t.Errorf("after A's withdrawal: records %v, %d allowed; want p0 recorded and none allowed (p0 was admitted)", s.DisruptedPods, s.UnavailableAllowed)
+	}
+	if v, err := a.Take(context.Background(), Request{Pod: readyPod(1), Op: policyv1alpha1.PubEvictOperation}); err != nil || v.Allowed {
+		t.Errorf("p1 = %+v, %v; want refused: the budget allows 1 and p0 took it", v, err)
+	}
+}

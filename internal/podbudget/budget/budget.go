@@ -236,6 +236,9 @@ type Decision struct {
 	// Status, when the disruption consumes the budget, is the status to
 	// write (optimistically, on the version read) before answering.
 	Status *policyv1alpha1.PodUnavailableBudgetStatus
+	// RecordedAt, when the disruption costs nothing because the pod is
+	// already recorded, is the record's time.
+	RecordedAt time.Time
 }
 
 // Admit decides whether pod may be disrupted by op under the budget pub,
@@ -268,12 +271,35 @@ func Free(annotations map[string]string, st *policyv1alpha1.PodUnavailableBudget
 	case !Protects(annotations, op):
 		return Decision{Allowed: true, Reason: fmt.Sprintf("the budget does not guard %s", op)}, true
 	}
-	_, disrupted := st.DisruptedPods[pod.Name]
-	_, unavailable := st.UnavailablePods[pod.Name]
-	if disrupted || unavailable {
-		return Decision{Allowed: true, Reason: "the pod's disruption was already admitted"}, true
+	at, disrupted := st.DisruptedPods[pod.Name]
+	if u, unavailable := st.UnavailablePods[pod.Name]; unavailable && !disrupted {
+		at, disrupted = u, true
+	}
+	if disrupted {
+		return Decision{Allowed: true, Reason: "the pod's disruption was already admitted", RecordedAt: at.Time}, true
 	}
 	return Decision{}, false
+}
+
+// Claim makes pod's record in status, which d (a disruption free because
+// of it) found, the claimer's: it moves the record's time past the time it
+// had, so that a withdrawal of the record as it was (one the replica that
+// made it queued when it could not tell its caller) no longer matches it.
+// The record then lasts from now, or a second after its old time.
+func Claim(status *policyv1alpha1.PodUnavailableBudgetStatus, pod string, d Decision, now time.Time) {
+	at := metav1.NewTime(maxTime(now, d.RecordedAt.Add(time.Second)))
+	for _, records := range []map[string]metav1.Time{status.DisruptedPods, status.UnavailablePods} {
+		if _, ok := records[pod]; ok {
+			records[pod] = at
+		}
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Spent reports whether a budget with status st allows no more
