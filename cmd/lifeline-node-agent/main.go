@@ -24,9 +24,9 @@ import (
 	"github.com/lifeline-k8s/lifeline/pkg/recorder"
 )
 
-// The agent's identity may read and patch pods (the admission policy
-// config/nodeagent/policy.yaml narrows its patches to its report on pods of
-// its own node), post events, read its node (the kubelet's address and
+// The agent's identity may read and patch pods (the admission policy of
+// Lifeline's identities, config/rbac/policy.yaml, narrows its patches to
+// its report on pods of its own node), post events, read its node (the kubelet's address and
 // port) and its kubelet's pods (nodes/pods, the kubelet's fine-grained
 // authorization, GA in Kubernetes 1.36). Its markers live here, not in
 // internal/nodeagent, whose markers would join the manager's role.

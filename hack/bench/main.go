@@ -22,6 +22,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 func main() {
@@ -45,6 +48,7 @@ func main() {
 	flag.IntVar(&o.realPods, "real-pods", 30, "pods the real-nodes scenario rolls out")
 	managerArgs := flag.String("manager-args", "", "extra flags for lifeline-manager, space-separated (an experiment: --cloneset-create-pods-normal leaves the binds unpatched)")
 	flag.StringVar(&o.apiProfiles, "apiserver-profiles", "", "a folder: serve kube-apiserver's /debug/pprof and write a 15 s CPU profile of it from the start of each step there (<suite>-<n>.pprof)")
+	flag.IntVar(&o.repeat, "repeat", 1, "run the picked scenarios this many times, each on a fresh cluster, and decide each ratio target on the runs' median (figures of a few milliseconds move with the machine's load from run to run)")
 	flag.StringVar(&o.out, "out", "bench/results", "where the JSON report and SVG charts go, under the repository (empty: nowhere)")
 	flag.Parse()
 	o.managerArgs = strings.Fields(*managerArgs)
@@ -55,6 +59,10 @@ func main() {
 		}
 		return
 	}
+	// envtest logs through controller-runtime's logger, which otherwise
+	// prints a stack trace after 30 s saying none was set; the bench's
+	// errors come back as errors.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	picked, err := pick(allScenarios(), o.scenarios)
@@ -62,7 +70,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
-	if err := run(ctx, o, picked); err != nil {
+	if err := repeatRuns(ctx, o, picked); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -81,6 +89,7 @@ type options struct {
 	realNodes, realPods             int
 	managerArgs                     []string
 	apiProfiles                     string
+	repeat                          int
 }
 
 // pick keeps the scenarios whose name matches one of the comma-separated
@@ -126,12 +135,17 @@ func sizes(list string) []int {
 	return out
 }
 
-func run(ctx context.Context, o options, picked []scenario) error {
+func run(ctx context.Context, o options, picked []scenario, n int) (*report, error) {
 	b, err := startBench(ctx, o)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer b.stop()
+	b.report.Run = n
+	return &b.report, runOn(ctx, b, o, picked)
+}
+
+func runOn(ctx context.Context, b *bench, o options, picked []scenario) error {
 	started := time.Now()
 	for _, ph := range phases {
 		var here []scenario

@@ -11,10 +11,12 @@ import (
 // report is everything one run measured, as bench/results/<date>.json
 // holds it.
 type report struct {
-	Date       string           `json:"date"`
-	Machine    machine          `json:"machine"`
-	Parameters map[string]any   `json:"parameters"`
-	Took       string           `json:"took"`
+	Date       string         `json:"date"`
+	Machine    machine        `json:"machine"`
+	Parameters map[string]any `json:"parameters"`
+	Took       string         `json:"took"`
+	// Run is this report's number among -repeat's runs (0: one run).
+	Run        int              `json:"run,omitempty"`
 	Failed     string           `json:"failed,omitempty"`
 	Rollouts   []rollout        `json:"rollouts"`
 	Evictions  []evictions      `json:"evictions"`
@@ -178,4 +180,9 @@ type target struct {
 	Figure      string `json:"figure"`
 	Met         bool   `json:"met"`
 	NotMeasured bool   `json:"not_measured,omitempty"`
+	// Ratio, Limit and AtMost: a target on a ratio (-repeat decides it on
+	// the runs' median).
+	Ratio  float64 `json:"ratio,omitempty"`
+	Limit  float64 `json:"limit,omitempty"`
+	AtMost bool    `json:"at_most,omitempty"`
 }

@@ -17,6 +17,18 @@ import (
 	"github.com/lifeline-k8s/lifeline/hack/binaries"
 )
 
+// outDir is out, a relative one under the repository.
+func outDir(out string) (string, error) {
+	if filepath.IsAbs(out) {
+		return out, nil
+	}
+	root, err := binaries.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, out), nil
+}
+
 // write saves the report as <out>/<date>.json and its charts as
 // <out>/<date>/*.svg, a relative out being under the repository; ""
 // saves nothing.
@@ -24,13 +36,9 @@ func (b *bench) write(out string) error {
 	if out == "" {
 		return nil
 	}
-	root, err := binaries.RepoRoot()
+	dir, err := outDir(out)
 	if err != nil {
 		return err
-	}
-	dir := out
-	if !filepath.IsAbs(out) {
-		dir = filepath.Join(root, out)
 	}
 	charts := filepath.Join(dir, b.report.Date)
 	if err := os.MkdirAll(charts, 0o755); err != nil {
@@ -40,7 +48,11 @@ func (b *bench) write(out string) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, b.report.Date+".json")
+	name := b.report.Date
+	if b.report.Run > 0 {
+		name = fmt.Sprintf("%s-run%d", name, b.report.Run)
+	}
+	path := filepath.Join(dir, name+".json")
 	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
 		return err
 	}

@@ -14,15 +14,8 @@ func targets(r *report) []target {
 			out = append(out, target{Name: name, NotMeasured: true})
 			return
 		}
-		// Decided on the ratio as printed, to two places: 2.999 writes
-		// per pod against 3.000 is not a miss.
 		x := a / b
-		rounded := math.Round(x*100) / 100
-		met := rounded <= limit
-		if !atMost {
-			met = rounded >= limit
-		}
-		out = append(out, target{Name: name, Figure: fmt.Sprintf("%.2f× (%.1f vs %.1f %s)", x, a, b, unit), Met: met})
+		out = append(out, target{Name: name, Figure: fmt.Sprintf("%.2f× (%.1f vs %.1f %s)", x, a, b, unit), Met: meetsRatio(x, limit, atMost), Ratio: x, Limit: limit, AtMost: atMost})
 	}
 	pair := func(suite, other, step string) (*rollout, *rollout) { return r.find(suite, step), r.find(other, step) }
 	val := func(x *rollout, f func(*rollout) float64) float64 {
@@ -155,7 +148,18 @@ func ratioTarget(name string, a, b, limit float64, unit string) target {
 		return target{Name: name, NotMeasured: true}
 	}
 	x := a / b
-	return target{Name: name, Figure: fmt.Sprintf("%.2f× (%.2f vs %.2f %s)", x, a, b, unit), Met: math.Round(x*100)/100 <= limit}
+	return target{Name: name, Figure: fmt.Sprintf("%.2f× (%.2f vs %.2f %s)", x, a, b, unit), Met: meetsRatio(x, limit, true),
+		Ratio: x, Limit: limit, AtMost: true}
+}
+
+// meetsRatio decides a ratio target on the ratio as printed, to two
+// places: 2.999 writes per pod against 3.000 is not a miss.
+func meetsRatio(x, limit float64, atMost bool) bool {
+	rounded := math.Round(x*100) / 100
+	if atMost {
+		return rounded <= limit
+	}
+	return rounded >= limit
 }
 
 // memoryTargets: peak RSS under 300 MiB at 10,000 pods, and heap per pod

@@ -207,12 +207,14 @@ func (c *Cluster) RestartBridge(ctx context.Context, b *Bridge, sig syscall.Sign
 	return c.StartBridgeAgain(ctx, b)
 }
 
-// HookOperatorsGroup is the group whose members the hook operators'
-// admission policy (config/bridge/policy.yaml) narrows to releasing hooks.
+// HookOperatorsGroup is the group whose members the admission policies
+// (config/rbac/policy.yaml and config/bridge/policy.yaml) narrow to
+// releasing hooks.
 const HookOperatorsGroup = "lifeline.dev:hook-operators"
 
 // hookOperatorIdentity applies the generated roles every hook operator
-// needs and its admission policy (config/bridge) and returns a kubeconfig
+// needs and its admission policies (config/bridge, and the policy of
+// Lifeline's identities, config/rbac/policy.yaml) and returns a kubeconfig
 // for user, in HookOperatorsGroup, bound to them.
 func (c *Cluster) hookOperatorIdentity(ctx context.Context, root, user string) (string, error) {
 	return c.operatorIdentity(ctx, root, user, HookOperatorsGroup)
@@ -232,7 +234,8 @@ func (c *Cluster) operatorIdentity(ctx context.Context, root, user string, group
 	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", err
 	}
-	apply := exec.CommandContext(ctx, c.Binaries["kubectl"], "--kubeconfig", c.Kubeconfig, "apply", "-f", filepath.Join(root, "config", "bridge"))
+	apply := exec.CommandContext(ctx, c.Binaries["kubectl"], "--kubeconfig", c.Kubeconfig, "apply", "-f", filepath.Join(root, "config", "bridge"),
+		"-f", filepath.Join(root, "config", "rbac", "policy.yaml"))
 	if out, err := apply.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("applying the hook operators' RBAC and policy: %w\n%s", err, out)
 	}

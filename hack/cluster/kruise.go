@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -182,15 +183,56 @@ func (c *Cluster) StartOpenKruiseAgain(ctx context.Context, k *OpenKruise) error
 		return err
 	}
 	client := kubernetes.NewForConfigOrDie(c.Config)
+	crds := dynamic.NewForConfigOrDie(c.Config).Resource(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
+	own := map[string]bool{}
+	for _, obj := range k.Manifests {
+		if obj.GetKind() == "CustomResourceDefinition" {
+			own[obj.GetName()] = true
+		}
+	}
 	port := strings.TrimPrefix(k.env[2], "WEBHOOK_PORT=")
-	return c.poll(ctx, "OpenKruise's webhooks pointing at kruise-manager", 2*time.Minute, func(ctx context.Context) (bool, error) {
+	// Its webhook configurations and its CRDs' conversions are patched one
+	// after the other: a write right after the first met a conversion still
+	// naming the module's webhook-service (11-29, under make test's load).
+	return c.poll(ctx, "OpenKruise's webhooks and conversions pointing at kruise-manager", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		v, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "kruise-validating-webhook-configuration", metav1.GetOptions{})
 		if err != nil || len(v.Webhooks) == 0 {
 			return false, nil
 		}
 		url := v.Webhooks[0].ClientConfig.URL
-		return url != nil && strings.Contains(*url, "127.0.0.1:"+port) && len(v.Webhooks[0].ClientConfig.CABundle) > 0, nil
+		if url == nil || !strings.Contains(*url, "127.0.0.1:"+port) || len(v.Webhooks[0].ClientConfig.CABundle) == 0 {
+			return false, nil
+		}
+		return kruiseConversionsAt(ctx, crds, own, "127.0.0.1:"+port)
 	})
+}
+
+// kruiseConversionsAt reports whether every CRD named in own (those of
+// OpenKruise's manifests: it patches those it knows, and it knows its own)
+// that converts by webhook converts at host, with a CA bundle.
+func kruiseConversionsAt(ctx context.Context, crds dynamic.ResourceInterface, own map[string]bool, host string) (bool, error) {
+	list, err := crds.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, nil
+	}
+	for _, item := range list.Items {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &crd); err != nil {
+			return false, err
+		}
+		conv := crd.Spec.Conversion
+		if !own[crd.Name] || conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter {
+			continue
+		}
+		if conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+			return false, nil
+		}
+		cc := conv.Webhook.ClientConfig
+		if cc.URL == nil || !strings.Contains(*cc.URL, host) || len(cc.CABundle) == 0 {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // Apply creates or updates objs by server-side apply, as cluster-admin,

@@ -198,10 +198,8 @@ func (l *Lifeline) WithArgs(args ...string) *Lifeline {
 
 // PID returns the process id of a component's newest start, or 0.
 func (c *Cluster) PID(name string) int {
-	for i := len(c.procs) - 1; i >= 0; i-- {
-		if c.procs[i].name == name {
-			return c.procs[i].cmd.Process.Pid
-		}
+	if p := c.process(name); p != nil {
+		return p.cmd.Process.Pid
 	}
 	return 0
 }

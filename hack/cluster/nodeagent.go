@@ -17,7 +17,8 @@ import (
 )
 
 // NodeAgentServiceAccount is the node agent's identity, which its
-// admission policy (config/nodeagent/policy.yaml) narrows.
+// admission policy (config/rbac/policy.yaml, the policy of Lifeline's
+// identities) narrows.
 const NodeAgentServiceAccount = "lifeline-node-agent"
 
 // startNodeAgents runs Lifeline's node agent beside each real node's
@@ -36,7 +37,8 @@ func (c *Cluster) startNodeAgents(ctx context.Context, root, dir string) error {
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("building lifeline-node-agent: %w\n%s", err, out)
 	}
-	apply := exec.CommandContext(ctx, c.Binaries["kubectl"], "--kubeconfig", c.Kubeconfig, "apply", "-f", filepath.Join(root, "config", "nodeagent"))
+	apply := exec.CommandContext(ctx, c.Binaries["kubectl"], "--kubeconfig", c.Kubeconfig, "apply", "-f", filepath.Join(root, "config", "nodeagent"),
+		"-f", filepath.Join(root, "config", "rbac", "policy.yaml"))
 	if out, err := apply.CombinedOutput(); err != nil {
 		return fmt.Errorf("applying the node agent's RBAC and policy: %w\n%s", err, out)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +24,28 @@ type process struct {
 	path string
 	args []string
 	env  []string
+	// stopping: a stop is under way (guarded by Cluster.procsMu), so its
+	// exit is no failure Exited reports.
+	stopping bool
+}
+
+// process is the newest start of the named component, or nil.
+func (c *Cluster) process(name string) *process {
+	c.procsMu.Lock()
+	defer c.procsMu.Unlock()
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		if c.procs[i].name == name {
+			return c.procs[i]
+		}
+	}
+	return nil
+}
+
+// forget drops p from the cluster's components.
+func (c *Cluster) forget(p *process) {
+	c.procsMu.Lock()
+	defer c.procsMu.Unlock()
+	c.procs = slices.DeleteFunc(c.procs, func(q *process) bool { return q == p })
 }
 
 // Stop ends every component, newest first, and waits for each to exit;
@@ -30,8 +53,14 @@ type process struct {
 // folder (StopErrors says what could not be removed).
 func (c *Cluster) Stop() {
 	c.stopErrs = append(c.stopErrs, c.stopRealNodes()...)
-	for i := len(c.procs) - 1; i >= 0; i-- {
-		p := c.procs[i]
+	c.procsMu.Lock()
+	procs := c.procs
+	for _, p := range procs {
+		p.stopping = true
+	}
+	c.procsMu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- {
+		p := procs[i]
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
 		select {
 		case <-p.done:
@@ -40,7 +69,9 @@ func (c *Cluster) Stop() {
 			<-p.done
 		}
 	}
+	c.procsMu.Lock()
 	c.procs = nil
+	c.procsMu.Unlock()
 }
 
 // StopErrors are what the last Stop could not clean up.
@@ -54,21 +85,30 @@ func (c *Cluster) StopProcess(name string, sig syscall.Signal) error {
 
 // stopWithin is StopProcess that SIGKILLs the component after grace.
 func (c *Cluster) stopWithin(name string, sig syscall.Signal, grace time.Duration) error {
-	for i, p := range c.procs {
-		if p.name != name {
-			continue
+	c.procsMu.Lock()
+	var p *process
+	for _, q := range c.procs {
+		if q.name == name && !q.stopping {
+			p = q
+			break
 		}
-		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
-		select {
-		case <-p.done:
-		case <-time.After(grace):
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
-		}
-		c.procs = append(c.procs[:i], c.procs[i+1:]...)
-		return nil
 	}
-	return fmt.Errorf("no component %s", name)
+	if p != nil {
+		p.stopping = true
+	}
+	c.procsMu.Unlock()
+	if p == nil {
+		return fmt.Errorf("no component %s", name)
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+	c.forget(p)
+	return nil
 }
 
 // Supervise says that the caller restarts the named components when they
@@ -76,6 +116,8 @@ func (c *Cluster) stopWithin(name string, sig syscall.Signal, grace time.Duratio
 // break the cluster (Exited). Call it before anything waits on the
 // cluster from another goroutine.
 func (c *Cluster) Supervise(names ...string) {
+	c.procsMu.Lock()
+	defer c.procsMu.Unlock()
 	if c.supervised == nil {
 		c.supervised = map[string]bool{}
 	}
@@ -87,10 +129,8 @@ func (c *Cluster) Supervise(names ...string) {
 // Signal sends sig to a running component without waiting for it (SIGSTOP
 // and SIGCONT pause and resume it; see WaitExit for one that should exit).
 func (c *Cluster) Signal(name string, sig syscall.Signal) error {
-	for _, p := range c.procs {
-		if p.name == name {
-			return syscall.Kill(-p.cmd.Process.Pid, sig)
-		}
+	if p := c.process(name); p != nil {
+		return syscall.Kill(-p.cmd.Process.Pid, sig)
 	}
 	return fmt.Errorf("no component %s", name)
 }
@@ -98,29 +138,24 @@ func (c *Cluster) Signal(name string, sig syscall.Signal) error {
 // WaitExit waits up to timeout for a component to exit by itself and, if
 // it did, drops it from the cluster (start it again as after StopProcess).
 func (c *Cluster) WaitExit(name string, timeout time.Duration) (bool, error) {
-	for i, p := range c.procs {
-		if p.name != name {
-			continue
+	p := c.process(name)
+	if p == nil {
+		return false, fmt.Errorf("no component %s", name)
+	}
+	select {
+	case <-p.done:
+	default:
+		if timeout <= 0 {
+			return false, nil
 		}
-		exited := false
 		select {
 		case <-p.done:
-			exited = true
-		default:
-			if timeout > 0 {
-				select {
-				case <-p.done:
-					exited = true
-				case <-time.After(timeout):
-				}
-			}
+		case <-time.After(timeout):
+			return false, nil
 		}
-		if exited {
-			c.procs = append(c.procs[:i], c.procs[i+1:]...)
-		}
-		return exited, nil
 	}
-	return false, fmt.Errorf("no component %s", name)
+	c.forget(p)
+	return true, nil
 }
 
 // RestartProcess stops a component with SIGTERM (SIGKILL after 10s: a
@@ -128,12 +163,7 @@ func (c *Cluster) WaitExit(name string, timeout time.Duration) (bool, error) {
 // with the same binary, flags and environment; it does not wait for it
 // to serve.
 func (c *Cluster) RestartProcess(name string) error {
-	var old *process
-	for _, p := range c.procs {
-		if p.name == name {
-			old = p
-		}
-	}
+	old := c.process(name)
 	if old == nil {
 		return fmt.Errorf("no component %s", name)
 	}
@@ -180,8 +210,10 @@ func (c *Cluster) RestartControllerManager(serviceAccountCredentials bool) error
 // Exited reports the first component that has exited, if any: a cluster
 // whose component died is broken, and callers should say which one.
 func (c *Cluster) Exited() error {
+	c.procsMu.Lock()
+	defer c.procsMu.Unlock()
 	for _, p := range c.procs {
-		if c.supervised[p.name] {
+		if c.supervised[p.name] || p.stopping {
 			continue
 		}
 		select {
@@ -233,7 +265,9 @@ func (c *Cluster) StartProcessEnv(name, path string, env []string, args ...strin
 		log.Close()
 		close(p.done)
 	}()
+	c.procsMu.Lock()
 	c.procs = append(c.procs, p)
+	c.procsMu.Unlock()
 	return nil
 }
 

@@ -38,9 +38,12 @@ type Replicas struct {
 	// Failed counts the admission requests no replica answered: the API
 	// server then applied the webhook's failure policy.
 	Failed atomic.Int64
-	// failedAt are when those requests came in (FailedSince).
+	// failures are when those requests came in and why (FailedSince).
 	failedMu sync.Mutex
-	failedAt []time.Time
+	failures []failure
+	// open counts the balancer's connections to each replica
+	// (Connections).
+	open [2]atomic.Int64
 
 	first, balanced int
 	server          *http.Server
@@ -146,12 +149,13 @@ func (r *Replicas) serve(ctx context.Context, c *Cluster, backends []int, readyz
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(&url.URL{Scheme: "https", Host: "replicas"}) },
 		Transport: &failover{r: r, backends: backends,
-			base: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{apiServer}}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 100}},
+			base: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{apiServer}}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 100,
+				DialContext: r.dialCounting(backends)}},
 		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
 			r.Failed.Add(1)
 			if at, ok := req.Context().Value(arrivedKey{}).(time.Time); ok {
 				r.failedMu.Lock()
-				r.failedAt = append(r.failedAt, at)
+				r.failures = append(r.failures, failure{at: at, err: err.Error()})
 				r.failedMu.Unlock()
 			}
 			http.Error(w, err.Error(), http.StatusBadGateway)
@@ -170,20 +174,74 @@ func (r *Replicas) serve(ctx context.Context, c *Cluster, backends []int, readyz
 
 type arrivedKey struct{}
 
-// FailedSince counts the admission requests that came in at t or later
-// and that no replica answered. A request already at a replica when it
-// is SIGKILLed is lost with it, as behind a Service; one that comes
-// later must reach the other replica.
-func (r *Replicas) FailedSince(t time.Time) int {
+type failure struct {
+	at  time.Time
+	err string
+}
+
+// FailedSince says why each admission request that came in at t or
+// later went unanswered by every replica. A request already at a replica
+// when it is SIGKILLed is lost with it, as behind a Service; so is one
+// sent on a connection to it before the balancer has seen that
+// connection close (the API server's connection to a killed pod fails
+// alike). One that comes after (Connections is 0) must reach the other
+// replica.
+func (r *Replicas) FailedSince(t time.Time) []string {
 	r.failedMu.Lock()
 	defer r.failedMu.Unlock()
-	n := 0
-	for _, at := range r.failedAt {
-		if !at.Before(t) {
-			n++
+	var errs []string
+	for _, f := range r.failures {
+		if !f.at.Before(t) {
+			errs = append(errs, f.err)
 		}
 	}
-	return n
+	return errs
+}
+
+// Connections counts the balancer's open connections to replica i (0:
+// the first, 1: Second). Once a killed replica's are 0, every request
+// dials, and a refused dial goes to the other replica.
+func (r *Replicas) Connections(i int) int64 { return r.open[i].Load() }
+
+// dialCounting dials as the transport would and counts each connection
+// to a replica as open until it is closed or a read from it fails (the
+// transport reads every connection it keeps, so a peer's exit is seen).
+func (r *Replicas) dialCounting(backends []int) func(context.Context, string, string) (net.Conn, error) {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		_, port, _ := net.SplitHostPort(addr)
+		for i, b := range backends {
+			if port == fmt.Sprint(b) {
+				r.open[i].Add(1)
+				return &countedConn{Conn: conn, gone: func() { r.open[i].Add(-1) }}, nil
+			}
+		}
+		return conn, nil
+	}
+}
+
+// countedConn calls gone once, at its first failed read or at Close.
+type countedConn struct {
+	net.Conn
+	once sync.Once
+	gone func()
+}
+
+func (c *countedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil {
+		c.once.Do(c.gone)
+	}
+	return n, err
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(c.gone)
+	return c.Conn.Close()
 }
 
 func (r *Replicas) pollReady(ctx context.Context, i int, readyz string) {

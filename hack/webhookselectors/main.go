@@ -8,13 +8,14 @@
 //     each fail-closed webhook pointed at the namespaces labelled for its
 //     kind of protection, its fail-open twin at all others
 //     (internal/protection);
-//   - the matchConditions the features declare;
+//   - the matchConditions and objectSelectors the features declare;
 //   - the conversion stanza of the CRDs served in two versions.
 package main
 
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -56,11 +57,15 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	objects, err := manager.ObjectSelectors(features)
+	if err != nil {
+		return err
+	}
 	failClosed, err := manager.FailClosed(features)
 	if err != nil {
 		return err
 	}
-	d := decorator{conditions: conditions, failClosed: failClosed, twins: map[string]protection.Kind{}}
+	d := decorator{conditions: conditions, objects: objects, failClosed: failClosed, twins: map[string]protection.Kind{}}
 	for name, kind := range failClosed {
 		d.twins[protection.Twin(name)] = kind
 	}
@@ -95,9 +100,11 @@ func run() error {
 
 type decorator struct {
 	conditions map[string][]podadmission.MatchCondition
+	objects    map[string]*metav1.LabelSelector
 	failClosed map[string]protection.Kind
 	twins      map[string]protection.Kind
 	seen       []string
+	named      []string // every webhook of the manifests
 }
 
 // decorate finishes one document; nil for an empty one.
@@ -118,6 +125,8 @@ func (d *decorator) decorate(doc []byte) (any, error) {
 		for i := range m.Webhooks {
 			w := &m.Webhooks[i]
 			w.NamespaceSelector, w.MatchConditions = d.selectors(w.Name)
+			w.ObjectSelector = d.objects[w.Name]
+			d.named = append(d.named, w.Name)
 			service(&w.ClientConfig)
 		}
 		return m, nil
@@ -130,6 +139,8 @@ func (d *decorator) decorate(doc []byte) (any, error) {
 		for i := range v.Webhooks {
 			w := &v.Webhooks[i]
 			w.NamespaceSelector, w.MatchConditions = d.selectors(w.Name)
+			w.ObjectSelector = d.objects[w.Name]
+			d.named = append(d.named, w.Name)
 			service(&w.ClientConfig)
 		}
 		return v, nil
@@ -170,13 +181,22 @@ func (d *decorator) matchConditions(name string) []admissionregistrationv1.Match
 	return out
 }
 
-// missing are the fail-closed webhooks and twins the features name that
-// the manifests lack.
+// missing are the webhooks the features name (fail-closed ones and their
+// twins, or for conditions or a selector) that the manifests lack.
 func (d *decorator) missing() []string {
 	var out []string
 	for name := range d.failClosed {
 		for _, n := range []string{name, protection.Twin(name)} {
 			if !slices.Contains(d.seen, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	// Conditions or a selector for a webhook that is not there would be
+	// dropped without a word.
+	for _, names := range [][]string{slices.Collect(maps.Keys(d.conditions)), slices.Collect(maps.Keys(d.objects))} {
+		for _, n := range names {
+			if !slices.Contains(d.named, n) && !slices.Contains(out, n) {
 				out = append(out, n)
 			}
 		}

@@ -1,12 +1,13 @@
 // Package hookhandlers publishes the lifecycle hook handlers each
 // namespace's workloads declare, in the ConfigMap lifeline-hook-handlers
 // of the manager's namespace: the parameters of the admission policy
-// lifeline-hook-operators.lifeline.dev (config/bridge/policy.yaml), which
+// lifeline-hook-handlers.lifeline.dev (config/bridge/policy.yaml), which
 // lets a hook operator's identity change on a pod only those labels and
-// finalizers, its hook.lifeline.dev/ annotations and conditions, and
-// nothing in a namespace without hooks. RBAC cannot narrow a pod patch to
-// some labels; the policy can, and the handlers are in the workloads'
-// specs, which a policy cannot read.
+// finalizers, and nothing in a namespace without hooks (the policy of
+// Lifeline's identities, config/rbac/policy.yaml, keeps the rest of its
+// writes to its hook.lifeline.dev/ annotations and conditions). RBAC
+// cannot narrow a pod patch to some labels; the policy can, and the
+// handlers are in the workloads' specs, which a policy cannot read.
 package hookhandlers
 
 import (

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -70,6 +71,9 @@ func CloneSet(shared *WorkloadOptions) *Feature {
 		},
 		MatchConditions: map[string][]podadmission.MatchCondition{
 			"mpodstatus.lifeline.dev": clonesetwebhook.GateStatusConditions,
+		},
+		ObjectSelectors: map[string]*metav1.LabelSelector{
+			"mpodstatus.lifeline.dev": clonesetwebhook.GateStatusPods,
 		},
 	}
 }

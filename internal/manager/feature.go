@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,6 +48,11 @@ type Feature struct {
 	// need, by webhook name; hack/webhookselectors writes them into the
 	// generated configuration.
 	MatchConditions map[string][]podadmission.MatchCondition
+	// ObjectSelectors narrow the feature's pod webhooks by the pod's
+	// labels, by webhook name; hack/webhookselectors writes them too. The
+	// API server reads labels without converting the pod, where a match
+	// condition converts it for every request the webhook's rules match.
+	ObjectSelectors map[string]*metav1.LabelSelector
 	// Protection are the objects that make a namespace ask for the
 	// feature's fail-closed pod webhooks (see internal/protection).
 	Protection []protection.Source

@@ -249,13 +249,26 @@ func FailClosed(features []*Feature) (map[string]protection.Kind, error) {
 // webhook may take conditions from one feature only: another feature's
 // would hide requests from it.
 func MatchConditions(features []*Feature) (map[string][]podadmission.MatchCondition, error) {
-	out, from := map[string][]podadmission.MatchCondition{}, map[string]string{}
+	return byWebhook(features, "match conditions", func(f *Feature) map[string][]podadmission.MatchCondition { return f.MatchConditions })
+}
+
+// ObjectSelectors are the pod webhooks' object selectors, by webhook name,
+// as the features declare them; one feature's per webhook, as
+// MatchConditions.
+func ObjectSelectors(features []*Feature) (map[string]*metav1.LabelSelector, error) {
+	return byWebhook(features, "object selectors", func(f *Feature) map[string]*metav1.LabelSelector { return f.ObjectSelectors })
+}
+
+// byWebhook gathers what the features declare per webhook, refusing a
+// webhook two features declare it for.
+func byWebhook[T any](features []*Feature, what string, of func(*Feature) map[string]T) (map[string]T, error) {
+	out, from := map[string]T{}, map[string]string{}
 	for _, f := range features {
-		for name, conditions := range f.MatchConditions {
+		for name, v := range of(f) {
 			if other, taken := from[name]; taken {
-				return nil, fmt.Errorf("webhook %s: match conditions from both %s and %s", name, other, f.Name)
+				return nil, fmt.Errorf("webhook %s: %s from both %s and %s", name, what, other, f.Name)
 			}
-			out[name], from[name] = conditions, f.Name
+			out[name], from[name] = v, f.Name
 		}
 	}
 	return out, nil

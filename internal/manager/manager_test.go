@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/lifeline-k8s/lifeline/internal/podadmission"
@@ -56,6 +57,20 @@ func TestMatchConditionsComeFromOneFeaturePerWebhook(t *testing.T) {
 	clash := &Feature{Name: "clash", MatchConditions: map[string][]podadmission.MatchCondition{"vpod.lifeline.dev": {{Name: "x", Expression: "true"}}}}
 	if _, err := MatchConditions(append(Features(), clash)); err == nil || !strings.Contains(err.Error(), "clash") {
 		t.Fatalf("MatchConditions with two features on one webhook = %v, want an error naming both", err)
+	}
+}
+
+func TestObjectSelectorsComeFromOneFeaturePerWebhook(t *testing.T) {
+	got, err := ObjectSelectors(Features())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["mpodstatus.lifeline.dev"] == nil {
+		t.Error("the pod status webhook has no object selector: every kubelet report in the cluster would pay its match conditions")
+	}
+	clash := &Feature{Name: "clash", ObjectSelectors: map[string]*metav1.LabelSelector{"mpodstatus.lifeline.dev": {}}}
+	if _, err := ObjectSelectors(append(Features(), clash)); err == nil || !strings.Contains(err.Error(), "clash") {
+		t.Fatalf("ObjectSelectors with two features on one webhook = %v, want an error naming both", err)
 	}
 }
 

@@ -60,7 +60,7 @@ func Workloads(o *WorkloadOptions) *Feature {
 		Flags: func(fs *flag.FlagSet) {
 			fs.DurationVar(&o.ExpectationTimeout, "expectation-timeout", 5*time.Minute, "How long a write the cache never shows may hold a workload (CloneSet, Advanced StatefulSet, Advanced DaemonSet) back.")
 			fs.DurationVar(&o.HookWaitWarning, "hook-wait-warning", 10*time.Minute,
-				"How long a pod may wait on a lifecycle hook before a LifecycleHookWaiting Warning event on its workload says so; 0 turns it off.")
+				"How long a pod may wait on a lifecycle hook before a LifecycleHookWaiting Warning event on its workload says so (again every as long while pods still wait); 0 turns it off.")
 		},
 		Webhooks: func(mgr ctrl.Manager, s *Shared, w Webhooks) {
 			w.Validating.Register("hook-guard", &hookguard.HookGuard{

@@ -2,6 +2,7 @@ package phases
 
 import (
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,13 +15,14 @@ import (
 // workload's last status write, while anything a reader acts on
 // (observedGeneration, revisions, conditions such as the DaemonSet's
 // Progressing "Complete") is written at once. Kubernetes' DaemonSet
-// controller writes about one status per node change batch its queue
-// collects; without the pace Lifeline's wrote one per pod event (issue 43:
+// controller writes one at each sync that changes its status, syncs its
+// queue collects per batch of node and pod events; without the pace Lifeline's wrote one per pod event (issue 43:
 // 50 against 23 in a 200-node scale-up).
 type statusPace struct {
-	every time.Duration
-	mu    sync.Mutex
-	last  map[types.NamespacedName]time.Time
+	every  time.Duration
+	atOnce []string // the counts written at once (Kind.StatusAtOnce)
+	mu     sync.Mutex
+	last   map[types.NamespacedName]time.Time
 }
 
 // wait is how long a count-only change of key's status waits at now; 0:
@@ -58,15 +60,18 @@ func (p *statusPace) forget(key types.NamespacedName) {
 
 // CountsOnly says whether next differs from prev in its top-level int32
 // fields alone: the counts every workload status has (replicas,
-// numberReady, updatedNumberScheduled, …). observedGeneration is an
-// int64 and collisionCount a pointer, so neither counts as one.
-func CountsOnly[S any](prev, next S) bool {
+// numberReady, updatedNumberScheduled, …), but for those named in atOnce
+// (counts that readers act on, as a budget does on the DaemonSet's
+// desiredNumberScheduled). observedGeneration is an int64 and
+// collisionCount a pointer, so neither counts as one.
+func CountsOnly[S any](prev, next S, atOnce ...string) bool {
 	p, n := reflect.ValueOf(&prev).Elem(), reflect.ValueOf(&next).Elem()
 	if p.Kind() != reflect.Struct {
 		return false
 	}
 	for i := range n.NumField() {
-		if f := n.Field(i); f.Kind() == reflect.Int32 && f.CanSet() {
+		f := n.Field(i)
+		if f.Kind() == reflect.Int32 && f.CanSet() && !slices.Contains(atOnce, n.Type().Field(i).Name) {
 			f.SetInt(p.Field(i).Int())
 		}
 	}

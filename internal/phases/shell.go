@@ -89,6 +89,9 @@ type Kind struct {
 	// a change of counts alone waits until this long after the last
 	// write; 0: every change is written at once.
 	StatusEvery time.Duration
+	// StatusAtOnce names the status's int32 fields whose change is written
+	// at once all the same (CountsOnly).
+	StatusAtOnce []string
 }
 
 // NewExpectations returns the expectations a controller tuned by o keeps.
@@ -134,7 +137,7 @@ func (s *Shell) Init(k Kind, o *Options) {
 		s.Pods = ownerindex.ListedPods{Reader: s.Client}
 	}
 	s.metrics, s.hookWait = k.Metrics, o.HookWaitWarning
-	s.pace = statusPace{every: k.StatusEvery}
+	s.pace = statusPace{every: k.StatusEvery, atOnce: k.StatusAtOnce}
 	s.Exec = &podexec.Executor{
 		Client: s.Client, Live: s.APIReader, Recorder: s.Recorder, Clock: s.Clock,
 		Budgets: s.Budgets, BudgetUser: k.BudgetUser, Expectations: s.Expectations, Metrics: k.Metrics,
@@ -192,7 +195,7 @@ func (s *Shell) Read(ctx context.Context, req ctrl.Request, obj client.Object, f
 func WriteStatus[T client.Object, S any](ctx context.Context, s *Shell, w *T, status S, field func(T) *S, routine bool) (time.Duration, error) {
 	key, now := client.ObjectKeyFromObject(*w), s.Clock.Now()
 	if routine {
-		if wait := s.pace.wait(key, now); wait > 0 && CountsOnly(*field(*w), status) {
+		if wait := s.pace.wait(key, now); wait > 0 && CountsOnly(*field(*w), status, s.pace.atOnce...) {
 			return wait, nil
 		}
 	}

@@ -210,6 +210,15 @@ func TestCountsOnly(t *testing.T) {
 			t.Errorf("%s: CountsOnly = %v, want %v", c.name, got, c.want)
 		}
 	}
+	// A count named at once is no routine count.
+	next := base
+	next.DesiredNumberScheduled, next.NumberReady = 5, 4
+	if CountsOnly(base, next, "DesiredNumberScheduled") {
+		t.Error("a new desiredNumberScheduled, named at once, counted as counts only")
+	}
+	if !CountsOnly(base, next, "NumberMisscheduled") {
+		t.Error("counts named at once that did not change made counts no routine change")
+	}
 }
 
 // After a step: its own wish, soon when a pod changed under a write,

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
 	"github.com/lifeline-k8s/lifeline/internal/podlife"
@@ -180,5 +183,40 @@ func TestDeleteOfAChangedPodIsStale(t *testing.T) {
 	}
 	if exists(t, c, &corev1.Pod{}, "web-a") {
 		t.Error("the pod planned from its current version was not deleted")
+	}
+}
+
+// Creates refused because the namespace is going are no failure and post
+// no Event, as for the ReplicaSet controller; any other refusal is both.
+func TestCreatesInANamespaceGoingPostNothing(t *testing.T) {
+	terminating := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
+		Message: `pods "web-a" is forbidden: unable to create new content in namespace ns because it is being terminated`,
+		Details: &metav1.StatusDetails{Name: "web-a", Kind: "pods", Causes: []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Field: "metadata.namespace"}}}}}
+	for _, c := range []struct {
+		name   string
+		err    error
+		failed bool
+	}{
+		{"terminating", terminating, false},
+		{"gone", apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ns"), false},
+		{"a quota", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-a", errors.New("exceeded quota")), true},
+	} {
+		for _, refused := range []string{"pod", "claim"} {
+			e, _, w := testbed()
+			rec := events.NewFakeRecorder(10)
+			e.Recorder = rec
+			creates := 0
+			e.Client = interceptor.NewClient(e.Client.(client.WithWatch), interceptor.Funcs{Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if _, pod := obj.(*corev1.Pod); pod != (refused == "pod") {
+					return cl.Create(ctx, obj, opts...)
+				}
+				creates++
+				return c.err
+			}})
+			failed, stale := e.Run(context.Background(), w, []podlife.Action{podlife.CreatePod{InstanceID: "a"}, podlife.CreatePod{InstanceID: "b"}})
+			if (failed != nil) != c.failed || stale || (len(rec.Events) > 0) != c.failed || creates != 1 {
+				t.Errorf("%s, the %s refused: failed %v, stale %v, %d Events, %d creates tried; want failed and an Event: %v, one create", c.name, refused, failed, stale, len(rec.Events), creates, c.failed)
+			}
+		}
 	}
 }

@@ -55,3 +55,32 @@ func StuckMessage(stuck []string, limit time.Duration) string {
 	return fmt.Sprintf("%s waited on a lifecycle hook for longer than %s%s; the hook operator has not released them",
 		strings.Join(stuck, ", "), limit, more)
 }
+
+// HookWarning is the last LifecycleHookWaiting Warning posted for a
+// workload: when, and the pods it named (WaitingOnHooks' entries).
+type HookWarning struct {
+	At    time.Time
+	Named map[string]bool
+}
+
+// HookWarningDue decides whether to warn of stuck (WaitingOnHooks' pods
+// past the limit) now, after last: at once when a pod is stuck that last
+// did not name, otherwise again once limit has passed since last, and
+// says when a repeat falls due (0: none pending). Not at every reconcile:
+// a workload with a held pod is planned again at each change of any of
+// its pods, and posted a Warning each time (11 a second while the
+// namespace of a CloneSet with a held pod terminated, e2e of 11-29).
+func HookWarningDue(stuck []string, last HookWarning, limit time.Duration, now time.Time) (due bool, again time.Duration) {
+	if len(stuck) == 0 || limit <= 0 {
+		return false, 0
+	}
+	for _, s := range stuck {
+		if !last.Named[s] {
+			return true, limit
+		}
+	}
+	if left := last.At.Add(limit).Sub(now); left > 0 {
+		return false, left
+	}
+	return true, limit
+}

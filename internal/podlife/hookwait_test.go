@@ -36,3 +36,34 @@ func TestWaitingOnHooks(t *testing.T) {
 		t.Error("a zero limit reports pods")
 	}
 }
+
+func TestHookWarningDue(t *testing.T) {
+	const limit = 10 * time.Minute
+	named := func(s ...string) map[string]bool {
+		m := map[string]bool{}
+		for _, x := range s {
+			m[x] = true
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name  string
+		stuck []string
+		last  HookWarning
+		due   bool
+		again time.Duration
+	}{
+		{"none stuck", nil, HookWarning{}, false, 0},
+		{"first warning", []string{"a (PreparingDelete)"}, HookWarning{}, true, limit},
+		{"the same pods, warned a minute ago", []string{"a (PreparingDelete)"}, HookWarning{At: now.Add(-time.Minute), Named: named("a (PreparingDelete)")}, false, 9 * time.Minute},
+		{"the same pods, warned a limit ago", []string{"a (PreparingDelete)"}, HookWarning{At: now.Add(-limit), Named: named("a (PreparingDelete)")}, true, limit},
+		{"a pod newly stuck", []string{"a (PreparingDelete)", "b (PreparingUpdate)"}, HookWarning{At: now.Add(-time.Second), Named: named("a (PreparingDelete)")}, true, limit},
+		{"a pod stuck in another state", []string{"a (PreparingUpdate)"}, HookWarning{At: now.Add(-time.Second), Named: named("a (PreparingDelete)")}, true, limit},
+		{"fewer pods than named", []string{"a (PreparingDelete)"}, HookWarning{At: now.Add(-time.Second), Named: named("a (PreparingDelete)", "b (PreparingUpdate)")}, false, limit - time.Second},
+	} {
+		due, again := HookWarningDue(c.stuck, c.last, limit, now)
+		if due != c.due || again != c.again {
+			t.Errorf("%s: due %v, again %v; want %v, %v", c.name, due, again, c.due, c.again)
+		}
+	}
+}

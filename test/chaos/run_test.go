@@ -304,7 +304,7 @@ func (e *env) evict(ctx context.Context, w *workload, n int) {
 func (e *env) drain(ctx context.Context, node string) error {
 	kubectl := func(args ...string) error {
 		out, err := exec.CommandContext(ctx, e.c.Binaries["kubectl"], append([]string{"--kubeconfig", e.c.Kubeconfig}, args...)...).CombinedOutput()
-		e.logf("kubectl %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+		e.logf("kubectl %s: %v: %s", strings.Join(args, " "), err, kubectlSaid(out))
 		return err
 	}
 	for _, args := range [][]string{
@@ -321,6 +321,27 @@ func (e *env) drain(ctx context.Context, node string) error {
 		}
 	}
 	return nil
+}
+
+// kubectlSaid shortens what kubectl drain printed (a line per pod and per
+// refused eviction, hundreds in a run) to its counts and its last lines, so
+// that the report and the violations stay within what CI shows of a log.
+func kubectlSaid(out []byte) string {
+	lines := strings.Split(string(bytes.TrimSpace(out)), "\n")
+	if len(lines) <= 6 {
+		return strings.Join(lines, "\n")
+	}
+	var evicting, refused int
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "evicting pod "):
+			evicting++
+		case strings.HasPrefix(l, "error when evicting "):
+			refused++
+		}
+	}
+	return fmt.Sprintf("%d lines (%d evictions asked, %d refused and retried), the last:\n%s", len(lines), evicting, refused,
+		strings.Join(lines[len(lines)-4:], "\n"))
 }
 
 // busiestNode is the node running the most pods of ws.

@@ -40,6 +40,7 @@ type consulService struct {
 // deletion, a restart that rewrites nothing, and the service of a pod
 // deleted behind the hooks' back removed by the reconcile.
 func TestBridgeKeepsConsulInStep(t *testing.T) {
+	alongside(t)
 	ctx := context.Background()
 	root, err := binaries.RepoRoot()
 	if err != nil {
@@ -273,6 +274,7 @@ func seed001StatefulSet(t *testing.T) *seed001Workload {
 }
 
 func seed001(t *testing.T, name, operator string, w *seed001Workload) {
+	inLine(t, "seed 001's operators follow every workload of the cluster")
 	ctx := context.Background()
 	root, err := binaries.RepoRoot()
 	if err != nil {

@@ -60,6 +60,7 @@ type registryUnderTest struct {
 // while PreparingUpdate, Updating or PreparingDelete, nothing registered
 // twice, no entry dropped and added back.
 func TestBridgeRollout(t *testing.T) {
+	alongside(t)
 	for name, r := range map[string]func(t *testing.T, name string) registryUnderTest{"etcd": etcdUnderTest, "consul": consulUnderTest} {
 		t.Run(name, func(t *testing.T) { bridgeRollout(t, name, r(t, "registry-"+name+"-rollout")) })
 	}

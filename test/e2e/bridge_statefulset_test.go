@@ -31,6 +31,7 @@ import (
 // reads the registry at each change (watchPodsAgainst), and a watch of
 // etcd judges every write.
 func TestBridgeAdvancedStatefulSet(t *testing.T) {
+	alongside(t)
 	ctx := context.Background()
 	r := etcdUnderTest(t, "registry-etcd-asts")
 	ns := newNamespace(t)

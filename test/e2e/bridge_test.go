@@ -40,6 +40,7 @@ const registered = "example.com/registered"
 // restart rewrites nothing; a dead bridge's entries expire and come back
 // when it does; a registry outage holds hooks, never releases them.
 func TestBridgeKeepsAnEtcdRegistryInStep(t *testing.T) {
+	alongside(t)
 	ctx := context.Background()
 	root, err := binaries.RepoRoot()
 	if err != nil {

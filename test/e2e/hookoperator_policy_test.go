@@ -20,7 +20,8 @@ import (
 )
 
 // TestHookOperatorWritesOnlyHooks: a hook operator's identity (the
-// bridge's roles, under config/bridge/policy.yaml) may, on the pod of a
+// bridge's roles, under config/rbac/policy.yaml and
+// config/bridge/policy.yaml) may, on the pod of a
 // workload with hooks, change the labels and finalizers those hooks name
 // and its hook.lifeline.dev/ annotations and conditions, and nothing else:
 // not the spec, another label, annotation or finalizer, the owners, the

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"syscall"
 
@@ -52,6 +53,9 @@ func installLifeline(ctx context.Context) error {
 // hands its leader lease back) and starts it again: a new process, a new
 // cache, new expectations.
 func restartManager() error {
+	if together.Load() {
+		return errors.New("restarting the manager: only a test in line may (not one marked alongside)")
+	}
 	return local.RestartLifeline(context.Background(), lifeline, syscall.SIGTERM)
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +47,33 @@ func TestMain(m *testing.M) {
 func newNamespace(t *testing.T) string {
 	t.Helper()
 	return testenv.Namespace(t, client)
+}
+
+// alongside runs a test beside the others marked so, after every test not
+// marked (go test holds parallel tests until the sequential ones are done):
+// a test that shares nothing with the others but the cluster and the
+// manager (a namespace, bridges and registries of its own), changes
+// nothing cluster-wide (nodes, roles, webhooks, the manager's processes or
+// flags), runs no hook operator that follows every workload of the cluster
+// (seed 001's release the hooks of the others' workloads: seen on 11-29)
+// and judges nothing the others move (the manager's metrics). Most of these wait on hooks, registries and budgets rather
+// than the CPU, so their waits overlap (issue 45).
+func alongside(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	together.Store(true) // every test in line is done (go test runs them first)
+}
+
+// together says the tests run alongside others have started.
+var together atomic.Bool
+
+// inLine fails a test that does what alongside's tests must not (what
+// says what) when it runs beside them: the guard on that rule.
+func inLine(t *testing.T, what string) {
+	t.Helper()
+	if together.Load() {
+		t.Fatalf("%s: only a test in line may (not one marked alongside)", what)
+	}
 }
 
 // eventually polls cond until it holds or the timeout passes, then fails the

@@ -109,6 +109,7 @@ func TestPodUnavailableBudgetGuardsDeletesAndEvictions(t *testing.T) {
 // the others; judged by a watch of the pods, never more than one is out of
 // service, and the rollout finishes.
 func TestCloneSetConsultsItsBudget(t *testing.T) {
+	alongside(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	cs := newCloneSet(ns, "web", 4)

@@ -44,9 +44,12 @@ var metrics = podexec.NewMetrics(podexec.MetricNames{Kind: "daemonset", Title: "
 // shellKind is what the shell knows of Advanced DaemonSets.
 var shellKind = phases.Kind{Name: "advanced-daemonset", For: &appsv1beta1.DaemonSet{}, BudgetUser: "daemonset-controller", Metrics: metrics,
 	NewList: func() client.ObjectList { return &appsv1beta1.DaemonSetList{} },
-	// A node change batch per status write, as Kubernetes' DaemonSet
-	// controller writes it; Progressing "Complete" is written at once.
-	StatusEvery: time.Second}
+	// About as often as Kubernetes' DaemonSet controller writes it (at each
+	// sync that changes it, a sync per batch of node and pod events its
+	// queue collects); Progressing "Complete" is written at once, and so is
+	// the number of nodes that should run the pod, which a budget over the
+	// set reads as its expected count.
+	StatusEvery: time.Second, StatusAtOnce: []string{"DesiredNumberScheduled"}}
 
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=daemonsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=daemonsets/status,verbs=get;update;patch

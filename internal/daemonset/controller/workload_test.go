@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -57,5 +59,20 @@ func TestNewPod(t *testing.T) {
 	}
 	if !podfacts.HasReadinessGate(pod, pub.KruisePodReadyConditionType) || !podfacts.HasReadinessGate(pod, pub.InPlaceUpdateReady) {
 		t.Errorf("readiness gates %v", pod.Spec.ReadinessGates)
+	}
+}
+
+// The counts the shell writes at once name int32 fields of the status (a
+// misspelt name would pace the count silently), and the budget's expected
+// count is among them.
+func TestStatusAtOnceNamesCounts(t *testing.T) {
+	status := reflect.TypeOf(appsv1beta1.DaemonSetStatus{})
+	for _, name := range shellKind.StatusAtOnce {
+		if f, ok := status.FieldByName(name); !ok || f.Type.Kind() != reflect.Int32 {
+			t.Errorf("StatusAtOnce names %q, no int32 field of DaemonSetStatus", name)
+		}
+	}
+	if !slices.Contains(shellKind.StatusAtOnce, "DesiredNumberScheduled") {
+		t.Error("desiredNumberScheduled, a budget's expected count, would wait for the pace")
 	}
 }

@@ -50,7 +50,7 @@ const attempts = 8
 var (
 	admissions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lifeline_pub_admissions_total",
-		Help: "Disruptions judged against a PodUnavailableBudget, by budget (namespace/name), operation (DELETE, EVICT, UPDATE, RESIZE) and result (admitted, refused, free: no budget consumed, unchecked: its gate is off).",
+		Help: "Disruptions judged against a PodUnavailableBudget, by budget (namespace/name), operation (DELETE, EVICT, UPDATE, RESIZE) and result (admitted, refused, free: no budget consumed, claimed: free on a record another replica or an earlier process made, which took a status write, unchecked: its gate is off).",
 	}, []string{"budget", "operation", "result"})
 	latency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "lifeline_pub_admission_duration_seconds",

@@ -136,6 +136,8 @@ func (g *Guard) Take(ctx context.Context, r Request) (Verdict, error) {
 		case ans.d.Status != nil && !ans.claim:
 			held = append(held, taken{key: c.key, at: ans.at})
 			admissions.WithLabelValues(c.key.String(), string(r.Op), "admitted").Inc()
+		case ans.d.Status != nil:
+			admissions.WithLabelValues(c.key.String(), string(r.Op), "claimed").Inc()
 		default:
 			admissions.WithLabelValues(c.key.String(), string(r.Op), "free").Inc()
 		}

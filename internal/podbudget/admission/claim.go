@@ -3,7 +3,6 @@ package admission
 import (
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
@@ -42,10 +41,10 @@ func (g *Guard) confirm(key types.NamespacedName, updated *policyv1alpha1.PodUna
 		if decisions[i].Status == nil {
 			continue
 		}
-		for _, records := range []map[string]metav1.Time{updated.Status.DisruptedPods, updated.Status.UnavailablePods} {
-			if at, ok := records[a.pod.Name]; ok {
-				mine[a.pod.Name] = at.Unix()
-			}
+		// The time budget.Free reads back, so that a pod in both maps
+		// with different times is confirmed too.
+		if at, ok := budget.RecordedAt(&updated.Status, a.pod.Name); ok {
+			mine[a.pod.Name] = at.Unix()
 		}
 	}
 	oldest := g.Now().Add(-confirmedFor).Unix()

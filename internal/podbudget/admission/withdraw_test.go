@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -227,8 +228,13 @@ func TestAWithdrawalNeverTakesBackARecordAnotherReplicaAdmittedBy(t *testing.T) 
 		t.Fatalf("A: Take = %v, want ErrTooLate", err)
 	}
 	waitStatus(t, c, "b", func(s policyv1alpha1.PodUnavailableBudgetStatus) bool { _, ok := s.DisruptedPods["p0"]; return ok })
+	claimed := admissions.WithLabelValues("ns/b", string(policyv1alpha1.PubEvictOperation), "claimed")
+	claimedBefore := testutil.ToFloat64(claimed)
 	if v, err := b.Take(context.Background(), Request{Pod: readyPod(0), Op: policyv1alpha1.PubEvictOperation}); err != nil || !v.Allowed {
 		t.Fatalf("B: the retry of p0 = %+v, %v; want admitted (p0 is recorded)", v, err)
+	}
+	if n := testutil.ToFloat64(claimed) - claimedBefore; n != 1 {
+		t.Errorf("B's admission counted %v times as claimed, want 1 (the claim costs a write a user should see)", n)
 	}
 	close(release)
 	key := client.ObjectKey{Namespace: "ns", Name: "b"}

@@ -271,14 +271,20 @@ func Free(annotations map[string]string, st *policyv1alpha1.PodUnavailableBudget
 	case !Protects(annotations, op):
 		return Decision{Allowed: true, Reason: fmt.Sprintf("the budget does not guard %s", op)}, true
 	}
-	at, disrupted := st.DisruptedPods[pod.Name]
-	if u, unavailable := st.UnavailablePods[pod.Name]; unavailable && !disrupted {
-		at, disrupted = u, true
-	}
-	if disrupted {
-		return Decision{Allowed: true, Reason: "the pod's disruption was already admitted", RecordedAt: at.Time}, true
+	if at, disrupted := RecordedAt(st, pod.Name); disrupted {
+		return Decision{Allowed: true, Reason: "the pod's disruption was already admitted", RecordedAt: at}, true
 	}
 	return Decision{}, false
+}
+
+// RecordedAt is the time of pod's record in st: its disruptedPods entry,
+// else its unavailablePods one; false without either.
+func RecordedAt(st *policyv1alpha1.PodUnavailableBudgetStatus, pod string) (time.Time, bool) {
+	if at, ok := st.DisruptedPods[pod]; ok {
+		return at.Time, true
+	}
+	at, ok := st.UnavailablePods[pod]
+	return at.Time, ok
 }
 
 // Claim makes pod's record in status, which d (a disruption free because
