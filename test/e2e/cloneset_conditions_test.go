@@ -112,14 +112,22 @@ func TestPreNormalHoldsNewPodsAndTheRollout(t *testing.T) {
 func TestFailedScaleIsReportedAndCleared(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
+	// The quota admission plugin judges by the API server's informer, which
+	// may lag behind the quota's status in etcd; until it has the status
+	// (hard limits and usage, written at once) it admits every pod. So the
+	// quota is in force once a dry-run Service (limit 0, same status) is
+	// refused, not once a read shows the status. CI admitted 3 pods of 2
+	// while this test waited on the read.
 	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "two-pods"},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: mustQuantity("2")}}}
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: mustQuantity("2"), corev1.ResourceServices: mustQuantity("0")}}}
 	if err := k8s.Create(ctx, quota); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, time.Minute, "quota in force", func(ctx context.Context) (bool, string, error) {
-		err := k8s.Get(ctx, ctrlclient.ObjectKeyFromObject(quota), quota)
-		return err == nil && quota.Status.Hard != nil, fmt.Sprint(err), nil
+		probe := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "quota-probe"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+		err := k8s.Create(ctx, probe, ctrlclient.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "exceeded quota"), fmt.Sprint(err), nil
 	})
 	cs := newCloneSet(ns, "quota", 3)
 	createCloneSet(t, cs)
