@@ -380,12 +380,7 @@ type apiServerReading struct {
 }
 
 func (b *bench) apiServer(ctx context.Context) apiServerReading {
-	raw, err := b.client.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return apiServerReading{}
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	families, err := b.apiServerMetrics(ctx)
 	if err != nil {
 		return apiServerReading{}
 	}
@@ -402,6 +397,16 @@ func (b *bench) apiServer(ctx context.Context) apiServerReading {
 		out.queued[level] = sumHistograms(families["apiserver_flowcontrol_request_wait_duration_seconds"], map[string]string{"priority_level": level, "execute": "true"})
 	}
 	return out
+}
+
+// apiServerMetrics is one scrape of the API server's /metrics.
+func (b *bench) apiServerMetrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	raw, err := b.client.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(bytes.NewReader(raw))
 }
 
 // sumHistograms adds up the series of f whose labels include match.

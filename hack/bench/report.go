@@ -23,6 +23,7 @@ type report struct {
 	Placements []placements     `json:"placements"`
 	Memory     []memoryRow      `json:"memory"`
 	Unmanaged  []unmanagedRow   `json:"unmanaged,omitempty"`
+	Admission  []admissionRow   `json:"admission,omitempty"`
 	Conversion []conversionRead `json:"conversion"`
 	RealNodes  []realNodeRow    `json:"real_nodes,omitempty"`
 	Targets    []target         `json:"targets"`
@@ -67,6 +68,7 @@ func printReport(r *report) {
 	printPlacements(r)
 	printMemory(r)
 	printUnmanaged(r)
+	printAdmission(r)
 	printConversion(r)
 	printRealNodes(r)
 	fmt.Println("\nTargets (issues 24, 25, 26 and 43):")

@@ -72,6 +72,8 @@ func allScenarios() []scenario {
 			func(ctx context.Context, b *bench) error { return b.memoryBench(ctx, b.o.memoryPods) }},
 		scenario{"unmanaged-memory", "the manager's memory beside 20,000 pods of Deployments it does not manage", lifelineInstant,
 			func(ctx context.Context, b *bench) error { return b.unmanagedBench(ctx, b.o.unmanagedPods) }},
+		scenario{"admission", "what the API server's admission spends on a pod write, with Lifeline's admission and without", lifelineInstant,
+			func(ctx context.Context, b *bench) error { return b.admissionBench(ctx) }},
 		scenario{"openkruise-evictions", "evictions under OpenKruise's PodUnavailableBudget", kruiseInstant,
 			func(ctx context.Context, b *bench) error { return b.evictionBench(ctx, "OpenKruise") }},
 		scenario{"openkruise-pps", "pod creation under OpenKruise's PersistentPodState", kruiseInstant,

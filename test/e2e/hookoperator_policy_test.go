@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -25,7 +26,8 @@ import (
 // workload with hooks, change the labels and finalizers those hooks name
 // and its hook.lifeline.dev/ annotations and conditions, and nothing else:
 // not the spec, another label, annotation or finalizer, the owners, the
-// Ready condition or the pod's IP; on a pod of a namespace without hooks,
+// Ready condition or the pod's IP; on a pod of no workload (no
+// controller-revision-hash label) or of a namespace without hooks,
 // nothing; its lease only in its own namespace. Every write is a
 // server-side dry run, so each is judged and none lands. The cluster admin
 // is not narrowed.
@@ -60,6 +62,10 @@ func TestHookOperatorWritesOnlyHooks(t *testing.T) {
 	})
 	pod := onePod(t, hooked, "app=held")
 	other := onePod(t, hookless, "app=plain")
+	// A pod of no workload beside the hooked one.
+	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: hooked, Name: "bare", Labels: map[string]string{"app": "bare"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
+	create(t, bare)
 
 	type write struct {
 		name, ns, pod, sub, patch string
@@ -83,6 +89,13 @@ func TestHookOperatorWritesOnlyHooks(t *testing.T) {
 		{"the Ready condition", hooked, pod, "status", cond("Ready", "False"), "only hook.lifeline.dev/ conditions"},
 		{"the pod's IP", hooked, pod, "status", `{"status":{"podIP":"10.9.9.9","podIPs":[{"ip":"10.9.9.9"}]}}`, "other than its hook.lifeline.dev/ conditions"},
 		{"a pod without hooks", hookless, other, "", meta(`{"annotations":{"hook.lifeline.dev/registry":"x"}}`), "declares lifecycle hooks"},
+		// The hook handlers' policy matches only pods labelled
+		// controller-revision-hash; the identities' refuses the rest, and
+		// a pod given the label is judged by both.
+		{"a pod of no workload", hooked, bare.Name, "", meta(`{"annotations":{"hook.lifeline.dev/registry":"x"}}`), "only pods of a workload's revision"},
+		{"its hook's label on a pod of no workload", hooked, bare.Name, "", meta(`{"labels":{"e2e.lifeline.dev/held":"false"}}`), "only pods of a workload's revision"},
+		{"a condition of a pod of no workload", hooked, bare.Name, "status", cond("hook.lifeline.dev/registry", "False"), "only pods of a workload's revision"},
+		{"labelling a pod with a revision", hooked, bare.Name, "", meta(`{"labels":{"controller-revision-hash":"x"}}`), "not controller-revision-hash"},
 	}
 	// A policy is in force a moment after it is created (the API server
 	// watches them): the first refusal says it is.
