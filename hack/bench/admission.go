@@ -101,6 +101,9 @@ func (b *bench) admissionBench(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A round that fails must not leave the later scenarios without
+	// Lifeline's admission.
+	defer func() { _ = probe.set(ctx, true) }()
 	rows := make([]admissionRow, len(podWrites))
 	for i, w := range podWrites {
 		rows[i] = admissionRow{Write: w.name, Writes: admissionWrites}
