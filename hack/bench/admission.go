@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -80,9 +79,8 @@ func (b *bench) admissionBench(ctx context.Context) error {
 	}
 	// The hook handlers' policy, as the chart installs it beside the
 	// identities' (StartLifeline applied that one).
-	apply := exec.CommandContext(ctx, b.c.Binaries["kubectl"], "--kubeconfig", b.c.Kubeconfig, "apply", "-f", filepath.Join(root, "config", "bridge", "policy.yaml"))
-	if out, err := apply.CombinedOutput(); err != nil {
-		return fmt.Errorf("applying the hook handlers' policy: %w\n%s", err, out)
+	if err := b.c.ApplyFiles(ctx, filepath.Join(root, "config", "bridge", "policy.yaml")); err != nil {
+		return fmt.Errorf("applying the hook handlers' policy: %w", err)
 	}
 	ns, err := b.namespace(ctx, "bench-admission")
 	if err != nil {

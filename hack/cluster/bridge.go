@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -156,11 +155,8 @@ func (c *Cluster) StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, er
 	bin := o.Bin
 	if bin == "" {
 		bin = filepath.Join(o.Dir, "bin", "lifeline-bridge")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/lifeline-bridge")
-		build.Dir = o.Root
-		build.Stdout, build.Stderr = os.Stdout, os.Stderr
-		if err := build.Run(); err != nil {
-			return nil, fmt.Errorf("building lifeline-bridge: %w", err)
+		if err := goBuild(ctx, o.Root, bin, "./cmd/lifeline-bridge"); err != nil {
+			return nil, err
 		}
 	}
 	kubeconfig, err := c.hookOperatorIdentity(ctx, o.Root, "lifeline-bridge")
@@ -234,10 +230,8 @@ func (c *Cluster) operatorIdentity(ctx context.Context, root, user string, group
 	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", err
 	}
-	apply := exec.CommandContext(ctx, c.Binaries["kubectl"], "--kubeconfig", c.Kubeconfig, "apply", "-f", filepath.Join(root, "config", "bridge"),
-		"-f", filepath.Join(root, "config", "rbac", "policy.yaml"))
-	if out, err := apply.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("applying the hook operators' RBAC and policy: %w\n%s", err, out)
+	if err := c.ApplyFiles(ctx, filepath.Join(root, "config", "bridge"), filepath.Join(root, "config", "rbac", "policy.yaml")); err != nil {
+		return "", fmt.Errorf("applying the hook operators' RBAC and policy: %w", err)
 	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: user + "-local"},
@@ -266,11 +260,8 @@ func (c *Cluster) operatorIdentity(ctx context.Context, root, user string, group
 // operator as written).
 func (c *Cluster) StartHookOperator(ctx context.Context, root, dir, name, pkg string, restricted bool, args ...string) error {
 	bin := filepath.Join(dir, "bin", name)
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
-	build.Dir = root
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building %s: %w", pkg, err)
+	if err := goBuild(ctx, root, bin, pkg); err != nil {
+		return err
 	}
 	var groups []string
 	if restricted {

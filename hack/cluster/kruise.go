@@ -235,6 +235,19 @@ func kruiseConversionsAt(ctx context.Context, crds dynamic.ResourceInterface, ow
 	return true, nil
 }
 
+// ApplyFiles applies the repository's manifests at paths (files or
+// directories) with kubectl, as a user installing them would.
+func (c *Cluster) ApplyFiles(ctx context.Context, paths ...string) error {
+	args := []string{"--kubeconfig", c.Kubeconfig, "apply"}
+	for _, p := range paths {
+		args = append(args, "-f", p)
+	}
+	if out, err := exec.CommandContext(ctx, c.Binaries["kubectl"], args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("kubectl apply %s: %w\n%s", strings.Join(paths, " "), err, out)
+	}
+	return nil
+}
+
 // Apply creates or updates objs by server-side apply, as cluster-admin,
 // with the field manager lifeline-e2e.
 func (c *Cluster) Apply(ctx context.Context, objs []*unstructured.Unstructured) error {

@@ -51,6 +51,18 @@ type Lifeline struct {
 	webhookPort int
 }
 
+// goBuild builds the repository's command pkg into bin, showing the
+// compiler's output as it comes (a first build is minutes long).
+func goBuild(ctx context.Context, root, bin, pkg string) error {
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+	build.Dir = root
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("building %s: %w", pkg, err)
+	}
+	return nil
+}
+
 // StartLifeline builds lifeline-manager, grants it the generated ClusterRole
 // under a client certificate of its own (user lifeline-manager), installs
 // the webhook configurations pointing at it on loopback, runs it, and
@@ -59,11 +71,8 @@ type Lifeline struct {
 // certificate is issued for.
 func (c *Cluster) StartLifeline(ctx context.Context, o LifelineOptions) (*Lifeline, error) {
 	bin := filepath.Join(o.Dir, "bin", "lifeline-manager")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/lifeline-manager")
-	build.Dir = o.Root
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		return nil, fmt.Errorf("building lifeline-manager: %w", err)
+	if err := goBuild(ctx, o.Root, bin, "./cmd/lifeline-manager"); err != nil {
+		return nil, err
 	}
 	client, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
@@ -77,10 +86,8 @@ func (c *Cluster) StartLifeline(ctx context.Context, o LifelineOptions) (*Lifeli
 	// The generated roles, bound below to the user the manager runs as
 	// here (config/rbac's bindings name the in-cluster service account).
 	rbac := filepath.Join(o.Root, "config", "rbac")
-	apply := exec.CommandContext(ctx, c.Binaries["kubectl"], "--kubeconfig", c.Kubeconfig, "apply",
-		"-f", filepath.Join(rbac, "role.yaml"), "-f", filepath.Join(rbac, "metrics_reader_role.yaml"), "-f", filepath.Join(rbac, "policy.yaml"))
-	if out, err := apply.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("applying RBAC: %w\n%s", err, out)
+	if err := c.ApplyFiles(ctx, filepath.Join(rbac, "role.yaml"), filepath.Join(rbac, "metrics_reader_role.yaml"), filepath.Join(rbac, "policy.yaml")); err != nil {
+		return nil, fmt.Errorf("applying RBAC: %w", err)
 	}
 	const user = "lifeline-manager"
 	if err := bindUser(ctx, client, user, "lifeline-manager"); err != nil {

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -32,15 +31,11 @@ func (c *Cluster) startNodeAgents(ctx context.Context, root, dir string) error {
 		return nil
 	}
 	bin := filepath.Join(dir, "bin", "lifeline-node-agent")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/lifeline-node-agent")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building lifeline-node-agent: %w\n%s", err, out)
+	if err := goBuild(ctx, root, bin, "./cmd/lifeline-node-agent"); err != nil {
+		return err
 	}
-	apply := exec.CommandContext(ctx, c.Binaries["kubectl"], "--kubeconfig", c.Kubeconfig, "apply", "-f", filepath.Join(root, "config", "nodeagent"),
-		"-f", filepath.Join(root, "config", "rbac", "policy.yaml"))
-	if out, err := apply.CombinedOutput(); err != nil {
-		return fmt.Errorf("applying the node agent's RBAC and policy: %w\n%s", err, out)
+	if err := c.ApplyFiles(ctx, filepath.Join(root, "config", "nodeagent"), filepath.Join(root, "config", "rbac", "policy.yaml")); err != nil {
+		return fmt.Errorf("applying the node agent's RBAC and policy: %w", err)
 	}
 	client, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
