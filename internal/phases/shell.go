@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
@@ -78,10 +79,8 @@ type Options struct {
 type Kind struct {
 	// Name names the controller (its metrics and logs).
 	Name string
-	// For is an empty workload of the kind, in the version it is read in;
-	// NewList makes an empty list of them.
-	For     client.Object
-	NewList func() client.ObjectList
+	// For is an empty workload of the kind, in the version it is read in.
+	For client.Object
 	// BudgetUser is who the budget events and counters say disrupted a pod.
 	BudgetUser string
 	Metrics    podexec.Metrics
@@ -106,18 +105,22 @@ func NewExpectations(o Options) *podexec.Expectations {
 // builder of k's controller watching what every kind watches: its
 // workloads, the pods and revisions they control (matched by the owner's
 // group and kind, so pods whose reference names another version of the
-// kind are seen too), and the budgets of their namespace (a budget that
-// frees up lets held pods go at once, not at the next retry). The kind
+// kind are seen too), and the budgets covering their pods (a budget that
+// gains room lets held pods go at once, not at the next retry). The kind
 // adds its own watches and completes it.
 func (s *Shell) Setup(mgr ctrl.Manager, k Kind, o *Options) *builder.Builder {
 	s.Init(k, o)
 	owned := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.For, handler.OnlyControllerOwner())
+	gvk, err := apiutil.GVKForObject(k.For, mgr.GetScheme())
+	if err != nil {
+		panic(err) // a kind whose type is not in the scheme is a programming error
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(k.Name).
 		For(k.For).
 		Watches(&corev1.Pod{}, owned).
 		Watches(&appsv1.ControllerRevision{}, owned).
-		Watches(&policyv1beta1.PodUnavailableBudget{}, WakeNamespace(s.Client, k.NewList)).
+		Watches(&policyv1beta1.PodUnavailableBudget{}, WakeCovered(s.Client, gvk.GroupKind()), builder.WithPredicates(RoomGained())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, RateLimiter: requeue.RateLimiter()})
 }
 

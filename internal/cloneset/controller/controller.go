@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	"github.com/lifeline-k8s/lifeline/internal/phases"
@@ -67,8 +66,7 @@ var metrics = podexec.NewMetrics(podexec.MetricNames{Kind: "cloneset", Title: "C
 // SetupWithManager registers the controller; it lists what it owns by
 // ownerindex, which the manager registers.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	k := phases.Kind{Name: "cloneset", For: &appsv1beta1.CloneSet{}, BudgetUser: budgetUser, Metrics: metrics,
-		NewList: func() client.ObjectList { return &appsv1beta1.CloneSetList{} }}
+	k := phases.Kind{Name: "cloneset", For: &appsv1beta1.CloneSet{}, BudgetUser: budgetUser, Metrics: metrics}
 	return r.Setup(mgr, k, &r.Options.Options).
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.For, handler.OnlyControllerOwner())).
 		Complete(r)

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	appsv1beta1 "github.com/lifeline-k8s/lifeline/api/apps/v1beta1"
@@ -43,7 +42,6 @@ var metrics = podexec.NewMetrics(podexec.MetricNames{Kind: "daemonset", Title: "
 
 // shellKind is what the shell knows of Advanced DaemonSets.
 var shellKind = phases.Kind{Name: "advanced-daemonset", For: &appsv1beta1.DaemonSet{}, BudgetUser: "daemonset-controller", Metrics: metrics,
-	NewList: func() client.ObjectList { return &appsv1beta1.DaemonSetList{} },
 	// About as often as Kubernetes' DaemonSet controller writes it (at each
 	// sync that changes it, a sync per batch of node and pod events its
 	// queue collects); Progressing "Complete" is written at once, and so is

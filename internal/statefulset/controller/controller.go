@@ -39,8 +39,7 @@ var metrics = podexec.NewMetrics(podexec.MetricNames{Kind: "statefulset", Title:
 	CountsHelp: "An Advanced StatefulSet's pods by kind: desired, current, updated, ready, available. updated/desired is the rollout's progress."})
 
 // shellKind is what the shell knows of Advanced StatefulSets.
-var shellKind = phases.Kind{Name: "advanced-statefulset", For: &appsv1beta1.StatefulSet{}, BudgetUser: "statefulset-controller", Metrics: metrics,
-	NewList: func() client.ObjectList { return &appsv1beta1.StatefulSetList{} }}
+var shellKind = phases.Kind{Name: "advanced-statefulset", For: &appsv1beta1.StatefulSet{}, BudgetUser: "statefulset-controller", Metrics: metrics}
 
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=statefulsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps.kruise.io,resources=statefulsets/status,verbs=get;update;patch
