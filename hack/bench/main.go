@@ -162,7 +162,15 @@ func runOn(ctx context.Context, b *bench, o options, picked []scenario) error {
 		}
 		for _, s := range here {
 			fmt.Printf("== %s (%s)\n", s.name, s.about)
-			if err := s.run(ctx, b); err != nil {
+			err := s.run(ctx, b)
+			var l *lingering
+			if errors.As(err, &l) && ctx.Err() == nil {
+				note := fmt.Sprintf("%s: %v; the scenarios after it ran beside its deletion", s.name, err)
+				fmt.Println("NOTE:", note)
+				b.report.Notes = append(b.report.Notes, note)
+				continue
+			}
+			if err != nil {
 				return b.finish(o, started, fmt.Errorf("%s: %w", s.name, err))
 			}
 		}

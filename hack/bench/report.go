@@ -16,8 +16,11 @@ type report struct {
 	Parameters map[string]any `json:"parameters"`
 	Took       string         `json:"took"`
 	// Run is this report's number among -repeat's runs (0: one run).
-	Run        int              `json:"run,omitempty"`
-	Failed     string           `json:"failed,omitempty"`
+	Run    int    `json:"run,omitempty"`
+	Failed string `json:"failed,omitempty"`
+	// Notes say what happened beside the measurements (a namespace slow
+	// to go, which the next scenarios ran beside).
+	Notes      []string         `json:"notes,omitempty"`
 	Rollouts   []rollout        `json:"rollouts"`
 	Evictions  []evictions      `json:"evictions"`
 	Placements []placements     `json:"placements"`
@@ -58,6 +61,9 @@ func printReport(r *report) {
 	fmt.Printf("\nLifeline benchmark, %s (%d CPUs, %s; took %s)\n", r.Date, r.Machine.CPUs, r.Machine.OS, r.Took)
 	if r.Failed != "" {
 		fmt.Printf("STOPPED EARLY: %s (what ran before is below)\n", r.Failed)
+	}
+	for _, n := range r.Notes {
+		fmt.Println("NOTE:", n)
 	}
 	for _, g := range groups {
 		for _, step := range []string{stepUp, stepUpdate, stepDown} {
