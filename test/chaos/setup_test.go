@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/lifeline-k8s/lifeline/hack/binaries"
 	"github.com/lifeline-k8s/lifeline/hack/cluster"
@@ -29,6 +31,11 @@ import (
 
 // leaseArgs make failovers take seconds, as in the HA tests: a replica
 // takes over 8s after the leader stopped renewing.
+// envtest's CRD installer logs through controller-runtime: without a
+// logger set, each run printed a 30-line stack saying none was (as
+// testenv.RunWith sets for the other packages).
+func init() { ctrllog.SetLogger(logr.Discard()) }
+
 var leaseArgs = []string{"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=5s", "--leader-election-retry-period=1s"}
 
 const leaseDuration = 8 * time.Second

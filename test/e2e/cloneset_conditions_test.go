@@ -32,6 +32,7 @@ func condition(cs *appsv1alpha1.CloneSet, t appsv1alpha1.CloneSetConditionType) 
 // handler is present; a rollout held too long says so in its Progressing
 // condition.
 func TestPreNormalHoldsNewPodsAndTheRollout(t *testing.T) {
+	alongside(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	cs := newCloneSet(ns, "prenormal", 3)

@@ -118,6 +118,7 @@ func TestRollbackDuringInPlaceUpdate(t *testing.T) {
 // TestInPlaceGracePeriod: with gracePeriodSeconds the pod is NotReady first
 // and its image changes only once the grace period is over.
 func TestInPlaceGracePeriod(t *testing.T) {
+	alongside(t)
 	ns := newNamespace(t)
 	cs := newCloneSet(ns, "grace", 1)
 	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType

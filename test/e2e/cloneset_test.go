@@ -216,6 +216,7 @@ func TestCloneSetScaleInOrderAndSpecifiedDeletes(t *testing.T) {
 }
 
 func TestCloneSetPVCsAreCreatedAndReusedByRebuiltPods(t *testing.T) {
+	alongside(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	cs := newCloneSet(ns, "data", 2)

@@ -95,6 +95,7 @@ func deleteAllPods(t *testing.T, cs *appsv1alpha1.CloneSet) {
 // OpenKruise's "CloneSet Update with DisablePVCReuse=true", with claims
 // the local cluster really provisions and binds.
 func TestCloneSetDisablePVCReuse(t *testing.T) {
+	alongside(t)
 	ns := newNamespace(t)
 	cs := newCloneSet(ns, "reuse", 4)
 	cs.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{claimTemplate("data", "1Gi"), claimTemplate("logs", "1Gi")}
@@ -130,6 +131,7 @@ func TestCloneSetDisablePVCReuse(t *testing.T) {
 // pods on new claims under InPlaceIfPossible; a claim-template change alone
 // changes nothing; InPlaceOnly updates in place on the old claims.
 func TestCloneSetVolumeClaimTemplateChanges(t *testing.T) {
+	alongside(t)
 	ns := newNamespace(t)
 	cs := newCloneSet(ns, "vct", 2)
 	cs.Spec.UpdateStrategy.Type = appsv1alpha1.InPlaceIfPossibleCloneSetUpdateStrategyType

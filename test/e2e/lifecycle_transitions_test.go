@@ -49,6 +49,7 @@ var handlers = map[string]handler{
 // watch records every state the pod shows, so a skipped state fails the
 // test even if it would have lasted a millisecond.
 func TestLifecycleTransitions(t *testing.T) {
+	alongside(t)
 	for name, h := range handlers {
 		t.Run(name, func(t *testing.T) {
 			ns := newNamespace(t)

@@ -183,6 +183,7 @@ func podIn(t *testing.T, cs *appsv1alpha1.CloneSet, state pub.LifecycleStateType
 // pod's preDelete hook; status names the pod, the label that holds it and
 // the command that releases it, and that command unblocks the rollout.
 func TestPluginExplainsRolloutStuckOnPreDeleteHook(t *testing.T) {
+	alongside(t)
 	ns, cs := hookedCloneSet(t, "plugin-predelete", 2)
 	updateCloneSet(t, cs, func(c *appsv1alpha1.CloneSet) { c.Spec.Replicas = ptr.To[int32](1) })
 	pod := podIn(t, cs, pub.LifecycleStatePreparingDelete)
@@ -271,6 +272,7 @@ func TestPluginExplainsRolloutBehindBudget(t *testing.T) {
 // resume lets it finish, history lists both revisions with their images,
 // undo rolls the template back, and restart stamps the template.
 func TestPluginRolloutVerbs(t *testing.T) {
+	alongside(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	cs := newCloneSet(ns, "plugin-verbs", 2)

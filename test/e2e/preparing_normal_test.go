@@ -76,6 +76,7 @@ func TestPodsGoNormalWithoutTheBindingWebhook(t *testing.T) {
 // schedules stays PreparingNormal and the rollout times out; once the
 // template names a real scheduler, its pod runs and goes Normal.
 func TestUnscheduledPodStaysPreparingNormal(t *testing.T) {
+	alongside(t)
 	ns := newNamespace(t)
 	cs := newCloneSet(ns, "unschedulable", 1)
 	cs.Spec.Template.Spec.SchedulerName = "no-such-scheduler"
@@ -111,6 +112,7 @@ func TestUnscheduledPodStaysPreparingNormal(t *testing.T) {
 // added meanwhile are created at the current revision, and releasing the
 // hook leaves exactly one pod updated.
 func TestPreparingUpdatePodCountsAsUpdatedWhenScaling(t *testing.T) {
+	alongside(t)
 	ns := newNamespace(t)
 	cs := newCloneSet(ns, "prepupdate", 2)
 	cs.Spec.Lifecycle = &pub.Lifecycle{InPlaceUpdate: &pub.LifecycleHook{LabelsHandler: map[string]string{blocker: "true"}}}

@@ -221,6 +221,7 @@ func TestPodUnavailableBudgetMatrix(t *testing.T) {
 // deletions and evictions lets image updates and resizes of its pods
 // through however many there are, and still refuses a second delete.
 func TestPodUnavailableBudgetProtectOperations(t *testing.T) {
+	alongside(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	cs := newCloneSet(ns, "web", 3)

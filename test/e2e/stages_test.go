@@ -77,6 +77,7 @@ func renewTime(l *coordinationv1.Lease) time.Time {
 }
 
 func TestDeploymentOf100PodsBecomesReadyAndScalesAway(t *testing.T) {
+	alongside(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	labels := map[string]string{"app": "hundred"}
