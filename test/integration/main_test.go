@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -46,6 +48,10 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) (int, error) {
+	// envtest logs its retries of a start through controller-runtime;
+	// without a logger set each run printed a stack saying none was. A
+	// start that fails for good is returned as an error.
+	ctrl.SetLogger(logr.Discard())
 	ctx := context.Background()
 	var err error
 	if repoRoot, err = binaries.RepoRoot(); err != nil {
