@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyv1beta1 "github.com/lifeline-k8s/lifeline/api/policy/v1beta1"
+	"github.com/lifeline-k8s/lifeline/internal/podbudget/budget"
 	"github.com/lifeline-k8s/lifeline/internal/workloadref"
 )
 
@@ -41,14 +43,10 @@ func WakeCovered(c client.Reader, gk schema.GroupKind) handler.EventHandler {
 }
 
 // ownersOfSelected is each workload of kind gk controlling a pod of
-// namespace that selector matches, once. An empty or invalid selector
-// matches no pod, as for the budget's own check.
+// namespace that selector picks (budget.Selects), once.
 func ownersOfSelected(ctx context.Context, c client.Reader, namespace string, selector *metav1.LabelSelector, gk schema.GroupKind) []reconcile.Request {
-	if selector == nil {
-		return nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(selector)
-	if err != nil || sel.Empty() {
+	sel := budget.Selects(selector)
+	if sel == labels.Nothing() {
 		return nil
 	}
 	pods := &corev1.PodList{}

@@ -252,11 +252,7 @@ func Covering(budgets []policyv1alpha1.PodUnavailableBudget, owner *metav1.Owner
 			}
 			continue
 		}
-		if b.Spec.Selector == nil {
-			continue
-		}
-		s, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
-		if err == nil && !s.Empty() && s.Matches(labels.Set(podLabels)) {
+		if budget.Selects(b.Spec.Selector).Matches(labels.Set(podLabels)) {
 			out = append(out, b)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	policyv1alpha1 "github.com/lifeline-k8s/lifeline/api/policy/v1alpha1"
@@ -410,4 +411,18 @@ func RelatedAnnotations(name string, pod *corev1.Pod, exists func(string) bool) 
 		return map[string]string{policyv1beta1.PodRelatedPubAnnotation: deprecated}
 	}
 	return map[string]string{policyv1beta1.PodRelatedPubAnnotation: name, policyv1alpha1.PodRelatedPubAnnotation: name}
+}
+
+// Selects is the pods a budget's selector picks: none when it is unset,
+// empty or does not parse (an empty selector guards nothing, as in
+// OpenKruise v1.9, rather than every pod of the namespace).
+func Selects(selector *metav1.LabelSelector) labels.Selector {
+	if selector == nil {
+		return labels.Nothing()
+	}
+	s, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil || s.Empty() {
+		return labels.Nothing()
+	}
+	return s
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/lifeline-k8s/lifeline/api/apps/pub"
@@ -330,3 +331,24 @@ func TestDropSettled(t *testing.T) {
 }
 
 func ptrTime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
+
+// A budget's selector picks the pods it matches; unset, empty or
+// unparsable, it picks none (not every pod of the namespace).
+func TestSelects(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	for _, tc := range []struct {
+		name     string
+		selector *metav1.LabelSelector
+		want     bool
+	}{
+		{"unset", nil, false},
+		{"empty", &metav1.LabelSelector{}, false},
+		{"unparsable", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}}, false},
+		{"matching", &metav1.LabelSelector{MatchLabels: web}, true},
+		{"another app", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, false},
+	} {
+		if got := Selects(tc.selector).Matches(labels.Set(web)); got != tc.want {
+			t.Errorf("%s: picks the web pod %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
