@@ -93,13 +93,8 @@ func BuildImages(ctx context.Context, o ImageOptions) ([]string, error) {
 // staticBinary builds one command as a static Linux binary.
 func staticBinary(ctx context.Context, root, out, image, arch string) (string, error) {
 	bin := filepath.Join(out, image+".bin")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/"+image)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building %s: %w\n%s", image, err, out)
-	}
-	return bin, nil
+	b := build{root: root, pkg: "./cmd/" + image, name: image, static: true, arch: arch}
+	return bin, b.to(ctx, bin)
 }
 
 // imageOf wraps a binary in a one-layer image: /<image>, and /tmp for the

@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -49,18 +47,6 @@ type Lifeline struct {
 	args        []string
 	readyz      string
 	webhookPort int
-}
-
-// goBuild builds the repository's command pkg into bin, showing the
-// compiler's output as it comes (a first build is minutes long).
-func goBuild(ctx context.Context, root, bin, pkg string) error {
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
-	build.Dir = root
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building %s: %w", pkg, err)
-	}
-	return nil
 }
 
 // StartLifeline builds lifeline-manager, grants it the generated ClusterRole

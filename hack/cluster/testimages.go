@@ -2,9 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -38,12 +35,7 @@ func (c *Cluster) buildCNI(ctx context.Context, shared string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(shared, "bin", "lifeline-cni"), "./hack/cni")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building the CNI plugin: %w\n%s", err, out)
-	}
-	return nil
+	return build{root: root, pkg: "./hack/cni", name: "lifeline-cni"}.to(ctx, filepath.Join(shared, "bin", "lifeline-cni"))
 }
 
 // buildTestImages writes one tarball holding the pause image and every
@@ -56,11 +48,8 @@ func (c *Cluster) buildTestImages(ctx context.Context, shared string) (string, e
 	}
 	arch := goEnv(ctx, "GOARCH")
 	bin := filepath.Join(shared, "bin", "testapp")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./hack/testapp")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the test application: %w\n%s", err, out)
+	if err := (build{root: root, pkg: "./hack/testapp", name: "testapp", static: true, arch: arch}).to(ctx, bin); err != nil {
+		return "", err
 	}
 	revision, date, err := gitRevision(ctx, root)
 	if err != nil {

@@ -1,0 +1,131 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/lifeline-k8s/lifeline/hack/binaries"
+)
+
+// A build of one of the repository's commands, shared by every cluster of
+// every test package: `go build -o` skips the link when the file it would
+// write is already up to date, and the link is most of a warm build (9
+// CPU-seconds for the manager, 1 to find it up to date; 11-30). Building
+// into each cluster's own folder linked the manager, the bridge and the
+// node agent again for each of make test's clusters, and the images' static
+// binaries for each test that builds images.
+type build struct {
+	root, pkg, name string
+	// static builds a stripped, cgo-free binary for GOOS linux and arch,
+	// as the images ship it; otherwise the build takes the caller's
+	// environment (make's CGO_ENABLED and GOFLAGS).
+	static bool
+	arch   string
+	// progress gets the compiler's output as it comes, when not nil (a
+	// first build is minutes long).
+	progress io.Writer
+}
+
+// dir is where the build's binaries live, one folder per configuration,
+// under the repository's build output (bin/, outside git).
+func (b build) dir() string {
+	variant := "host"
+	if b.static {
+		variant = "static-linux-" + b.arch
+	}
+	return filepath.Join(b.root, "bin", "builds", variant)
+}
+
+// run builds the command into its shared place, one build at a time
+// (another package's build of it waits, then finds it up to date), and
+// returns its path.
+func (b build) run(ctx context.Context) (string, error) {
+	dir := b.dir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, b.name)
+	progress := b.progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	unlock, err := binaries.LockFile(bin+".lock", progress, b.name)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	args := []string{"build"}
+	if b.static {
+		args = append(args, "-trimpath", "-ldflags=-s -w")
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, "-o", bin, b.pkg)...)
+	cmd.Dir = b.root
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if b.progress != nil {
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(&out, b.progress), io.MultiWriter(&out, b.progress)
+	}
+	if b.static {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+b.arch)
+	}
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building %s: %w\n%s", b.pkg, err, out.String())
+	}
+	return bin, nil
+}
+
+// to builds the command and copies it to dst: each cluster runs a copy of
+// its own, so a later build of changed code never writes under a running
+// process, and a copy is renamed into place whole.
+func (b build) to(ctx context.Context, dst string) error {
+	bin, err := b.run(ctx)
+	if err != nil {
+		return err
+	}
+	return copyExecutable(bin, dst)
+}
+
+// buildName is a package's file name in the shared folder: its path, so
+// two commands of one name never take turns in one file.
+func buildName(pkg string) string {
+	return strings.NewReplacer("./", "", "/", "_").Replace(pkg)
+}
+
+func copyExecutable(src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // once renamed, nothing is left to remove
+	if _, err := io.Copy(tmp, in); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o755); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
+}
+
+// goBuild builds the repository's command pkg into bin, showing the
+// compiler's output as it comes (a first build is minutes long).
+func goBuild(ctx context.Context, root, bin, pkg string) error {
+	return build{root: root, pkg: pkg, name: buildName(pkg), progress: os.Stdout}.to(ctx, bin)
+}
