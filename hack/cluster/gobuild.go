@@ -12,33 +12,26 @@ import (
 	"github.com/lifeline-k8s/lifeline/hack/binaries"
 )
 
-// A build of one of the repository's commands, shared by every cluster of
-// every test package: `go build -o` skips the link when the file it would
-// write is already up to date, and the link is most of a warm build (9
-// CPU-seconds for the manager, 1 to find it up to date; 11-30). Building
-// into each cluster's own folder linked the manager, the bridge and the
-// node agent again for each of make test's clusters, and the images' static
-// binaries for each test that builds images.
+// A build of one of the repository's commands as the images ship it
+// (static, stripped, for linux and arch), shared by every cluster of every
+// test package and by the images: `go build -o` skips the link when the
+// file it would write is already up to date, and the link is most of a
+// warm build (9 CPU-seconds for the manager, 1 to find it up to date;
+// 11-30). Building into each cluster's own folder linked the manager, the
+// bridge and the node agent again for each of make test's clusters, and
+// the images' binaries again for each test that builds images.
 type build struct {
 	root, pkg, name string
-	// static builds a stripped, cgo-free binary for GOOS linux and arch,
-	// as the images ship it; otherwise the build takes the caller's
-	// environment (make's CGO_ENABLED and GOFLAGS).
-	static bool
-	arch   string
+	arch            string
 	// progress gets the compiler's output as it comes, when not nil (a
 	// first build is minutes long).
 	progress io.Writer
 }
 
-// dir is where the build's binaries live, one folder per configuration,
+// dir is where the build's binaries live, one folder per architecture,
 // under the repository's build output (bin/, outside git).
 func (b build) dir() string {
-	variant := "host"
-	if b.static {
-		variant = "static-linux-" + b.arch
-	}
-	return filepath.Join(b.root, "bin", "builds", variant)
+	return filepath.Join(b.root, "bin", "builds", "linux-"+b.arch)
 }
 
 // run builds the command into its shared place, one build at a time
@@ -59,20 +52,14 @@ func (b build) run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	args := []string{"build"}
-	if b.static {
-		args = append(args, "-trimpath", "-ldflags=-s -w")
-	}
-	cmd := exec.CommandContext(ctx, "go", append(args, "-o", bin, b.pkg)...)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, b.pkg)
 	cmd.Dir = b.root
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if b.progress != nil {
 		cmd.Stdout, cmd.Stderr = io.MultiWriter(&out, b.progress), io.MultiWriter(&out, b.progress)
 	}
-	if b.static {
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+b.arch)
-	}
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+b.arch)
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("building %s: %w\n%s", b.pkg, err, out.String())
 	}
@@ -125,7 +112,10 @@ func copyExecutable(src, dst string) error {
 }
 
 // goBuild builds the repository's command pkg into bin, showing the
-// compiler's output as it comes (a first build is minutes long).
+// compiler's output as it comes (a first build is minutes long). It is
+// built as the images ship it (static, stripped), so the clusters run what
+// ships and a test that builds the images finds the binaries linked.
 func goBuild(ctx context.Context, root, bin, pkg string) error {
-	return build{root: root, pkg: pkg, name: buildName(pkg), progress: os.Stdout}.to(ctx, bin)
+	b := build{root: root, pkg: pkg, name: buildName(pkg), arch: goEnv(ctx, "GOARCH"), progress: os.Stdout}
+	return b.to(ctx, bin)
 }

@@ -21,7 +21,7 @@ func TestABuildIsSharedNotLinkedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := build{root: root, pkg: "./hack/trackedfiles", name: buildName("./hack/trackedfiles")}
+	b := build{root: root, pkg: "./hack/trackedfiles", name: buildName("./hack/trackedfiles"), arch: goEnv(context.Background(), "GOARCH")}
 	dir := t.TempDir()
 	shared := func() os.FileInfo {
 		t.Helper()
