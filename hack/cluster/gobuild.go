@@ -111,6 +111,12 @@ func copyExecutable(src, dst string) error {
 	return os.Rename(tmp.Name(), dst)
 }
 
+// BuildCommand builds the repository's command pkg into bin as goBuild
+// does, quietly: for a test that runs one of the repository's tools.
+func BuildCommand(ctx context.Context, root, bin, pkg string) error {
+	return build{root: root, pkg: pkg, name: buildName(pkg), arch: goEnv(ctx, "GOARCH")}.to(ctx, bin)
+}
+
 // goBuild builds the repository's command pkg into bin, showing the
 // compiler's output as it comes (a first build is minutes long). It is
 // built as the images ship it (static, stripped), so the clusters run what

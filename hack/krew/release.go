@@ -79,11 +79,13 @@ func archive(ctx context.Context, root, out, goos, goarch string) (string, strin
 	if goos == "windows" {
 		bin += ".exe"
 	}
-	tmp, err := os.MkdirTemp("", "krew-build-")
-	if err != nil {
+	// A folder of the repository's build output per platform, kept: go
+	// build skips the link of a binary already up to date there, and make
+	// test's check of the manifest builds this platform's twice.
+	tmp := filepath.Join(root, "bin", "builds", "krew-"+goos+"-"+goarch)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return "", "", err
 	}
-	defer os.RemoveAll(tmp)
 	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(tmp, bin), ".")
 	build.Dir = filepath.Join(root, "cmd", "kubectl-lifeline")
 	build.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lifeline-k8s/lifeline/hack/binaries"
+	"github.com/lifeline-k8s/lifeline/hack/cluster"
 	"github.com/lifeline-k8s/lifeline/test/testenv"
 )
 
@@ -33,10 +34,8 @@ func TestMakeDevComesUpAndTearsDownWhole(t *testing.T) {
 	}
 	dir := t.TempDir()
 	devctl := filepath.Join(dir, "devctl")
-	build := exec.Command("go", "build", "-o", devctl, "./hack/devctl")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building devctl: %v\n%s", err, out)
+	if err := cluster.BuildCommand(context.Background(), root, devctl, "./hack/devctl"); err != nil {
+		t.Fatal(err)
 	}
 	devDir := filepath.Join(dir, "dev")
 	out, err := os.Create(filepath.Join(dir, "output"))
