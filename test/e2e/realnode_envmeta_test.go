@@ -41,6 +41,7 @@ func envLines(t *testing.T, pod, container string) string {
 // the new value. An update that changes the label and the image restarts
 // it once too. OpenKruise does the same through kruise-daemon.
 func TestRealNodeInPlaceUpdateRestartsContainersWhoseEnvReadsChangedLabels(t *testing.T) {
+	alongside(t)
 	ns := newNamespace(t)
 	cs := newRealCloneSet(ns, "envmeta", 1, "app", "side")
 	cs.Spec.Template.Labels["color"] = "blue"

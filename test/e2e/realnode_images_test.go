@@ -29,6 +29,7 @@ import (
 // when the runtime names the image by its first tag: openkruise/kruise
 // #2297).
 func TestRealNodeInPlaceUpdateToTheSameImageUnderAnotherTag(t *testing.T) {
+	alongside(t)
 	ns := newNamespace(t)
 	cs := newRealCloneSet(ns, "same", 1, "app")
 	createCloneSet(t, cs)
@@ -80,6 +81,7 @@ const (
 // updated), a budget refuses the next disruption, and kubectl lifeline
 // status names the pull error.
 func TestRealNodeImageThatCannotBePulledStopsTheRollout(t *testing.T) {
+	alongside(t)
 	for _, c := range []struct {
 		name, image string
 		policy      corev1.PullPolicy
@@ -154,6 +156,7 @@ func TestRealNodeImageThatCannotBePulledStopsTheRollout(t *testing.T) {
 // priorities, the first batch's image cannot be pulled, so the second
 // batch's container is never restarted.
 func TestRealNodeUnpullableImageHoldsTheNextContainerBatch(t *testing.T) {
+	alongside(t)
 	ns := newNamespace(t)
 	cs := newRealCloneSet(ns, "batches", 1, "second", "first")
 	for i := range cs.Spec.Template.Spec.Containers {

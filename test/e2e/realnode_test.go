@@ -31,6 +31,7 @@ import (
 // passes on the new image (an independent watch of the pods and the
 // registry judges every write).
 func TestRealNodeInPlaceUpdateRestartsOnlyTheChangedContainer(t *testing.T) {
+	alongside(t)
 	ctx := context.Background()
 	root, err := binaries.RepoRoot()
 	if err != nil {
@@ -38,7 +39,7 @@ func TestRealNodeInPlaceUpdateRestartsOnlyTheChangedContainer(t *testing.T) {
 	}
 	r := etcdUnderTest(t, "real-registry")
 	ns := newNamespace(t)
-	b, err := local.StartBridge(ctx, cluster.BridgeOptions{Root: root, Dir: local.Dir, Config: etcdBridgeConfig(t, "real", "real", ns, r.registry.Endpoint)})
+	b, err := local.StartBridge(ctx, cluster.BridgeOptions{Root: root, Dir: local.Dir, Config: etcdBridgeConfig(t, "real", "real", ns, r.registry.Endpoint), Name: "lifeline-bridge-real"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +119,7 @@ func hasConditionSeq(got []corev1.ConditionStatus, want ...corev1.ConditionStatu
 // from inside the containers, second is told to stop after first started
 // on v2 and was found ready.
 func TestRealNodeInPlaceUpdateByContainerPriority(t *testing.T) {
+	alongside(t)
 	ns := newNamespace(t)
 	cs := newRealCloneSet(ns, "priority", 1, "second", "first")
 	cs.Spec.Template.Spec.Containers[1].Env = append(cs.Spec.Template.Spec.Containers[1].Env, corev1.EnvVar{Name: "KRUISE_CONTAINER_PRIORITY", Value: "10"})
@@ -192,6 +194,7 @@ func containerReadyTrail(t *testing.T, ns, pod, container string) func() time.Ti
 // preStop and no SIGTERM) until its operator removes the hook label; then
 // the kubelet runs the preStop hook, sends SIGTERM and the pod goes.
 func TestRealNodePreDeleteHookHoldsARunningContainer(t *testing.T) {
+	alongside(t)
 	ns := newNamespace(t)
 	const hook = "example.com/drained"
 	cs := newRealCloneSet(ns, "held", 2, "app")

@@ -77,6 +77,7 @@ func (s inPlaceSnapshot) check(t *testing.T, pods []corev1.Pod, inPlaceReady, re
 // pod leaves the registry before its container is told to stop and comes
 // back once Ready on the new image.
 func TestRealNodeAdvancedStatefulSetUpdatesInPlace(t *testing.T) {
+	alongside(t)
 	r := etcdUnderTest(t, "real-registry-asts")
 	ns := newNamespace(t)
 	startKindBridge(t, "real-asts", "StatefulSet", ns, r)
@@ -121,6 +122,7 @@ func TestRealNodeAdvancedStatefulSetUpdatesInPlace(t *testing.T) {
 // registry for an in-place update: the test holds it to the containers
 // and the readiness.)
 func TestRealNodeAdvancedDaemonSetUpdatesInPlace(t *testing.T) {
+	alongside(t)
 	ns := newNamespace(t)
 	set := newAdvancedDaemonSet(ns, "agent")
 	set.Spec.Template.Spec = corev1.PodSpec{Containers: []corev1.Container{realContainer("app", "v1"), realContainer("sidecar", "v1")}}
@@ -144,6 +146,7 @@ func TestRealNodeAdvancedDaemonSetUpdatesInPlace(t *testing.T) {
 // unready, the others keep the old image, and a PodUnavailableBudget over
 // the pods counts it unavailable and allows no other disruption.
 func TestRealNodeNeverReadyImageStopsTheRollout(t *testing.T) {
+	alongside(t)
 	ns := newNamespace(t)
 	cs := newRealCloneSet(ns, "stuck", 3, "app")
 	createCloneSet(t, cs)
