@@ -21,8 +21,9 @@ import (
 // bridge and the node agent again for each of make test's clusters, and
 // the images' binaries again for each test that builds images.
 type build struct {
-	root, pkg, name string
-	arch            string
+	root, pkg string
+	// arch is the binary's GOARCH: this machine's when empty.
+	arch string
 	// progress gets the compiler's output as it comes, when not nil (a
 	// first build is minutes long).
 	progress io.Writer
@@ -30,24 +31,38 @@ type build struct {
 
 // dir is where the build's binaries live, one folder per architecture,
 // under the repository's build output (bin/, outside git).
-func (b build) dir() string {
-	return filepath.Join(b.root, "bin", "builds", "linux-"+b.arch)
+func (b build) dir(arch string) string {
+	return filepath.Join(b.root, "bin", "builds", "linux-"+arch)
+}
+
+func (b build) goarch(ctx context.Context) string {
+	if b.arch != "" {
+		return b.arch
+	}
+	return goEnv(ctx, "GOARCH")
+}
+
+// name is the package's file name in the shared folder: its path, so two
+// commands of one name never take turns in one file.
+func (b build) name() string {
+	return strings.NewReplacer("./", "", "/", "_").Replace(b.pkg)
 }
 
 // run builds the command into its shared place, one build at a time
 // (another package's build of it waits, then finds it up to date), and
 // returns its path.
 func (b build) run(ctx context.Context) (string, error) {
-	dir := b.dir()
+	arch := b.goarch(ctx)
+	dir := b.dir(arch)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, b.name)
+	bin := filepath.Join(dir, b.name())
 	progress := b.progress
 	if progress == nil {
 		progress = io.Discard
 	}
-	unlock, err := binaries.LockFile(bin+".lock", progress, b.name)
+	unlock, err := binaries.LockFile(bin+".lock", progress, b.name())
 	if err != nil {
 		return "", err
 	}
@@ -59,7 +74,7 @@ func (b build) run(ctx context.Context) (string, error) {
 	if b.progress != nil {
 		cmd.Stdout, cmd.Stderr = io.MultiWriter(&out, b.progress), io.MultiWriter(&out, b.progress)
 	}
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+b.arch)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("building %s: %w\n%s", b.pkg, err, out.String())
 	}
@@ -75,12 +90,6 @@ func (b build) to(ctx context.Context, dst string) error {
 		return err
 	}
 	return copyExecutable(bin, dst)
-}
-
-// buildName is a package's file name in the shared folder: its path, so
-// two commands of one name never take turns in one file.
-func buildName(pkg string) string {
-	return strings.NewReplacer("./", "", "/", "_").Replace(pkg)
 }
 
 func copyExecutable(src, dst string) error {
@@ -114,7 +123,7 @@ func copyExecutable(src, dst string) error {
 // BuildCommand builds the repository's command pkg into bin as goBuild
 // does, quietly: for a test that runs one of the repository's tools.
 func BuildCommand(ctx context.Context, root, bin, pkg string) error {
-	return build{root: root, pkg: pkg, name: buildName(pkg), arch: goEnv(ctx, "GOARCH")}.to(ctx, bin)
+	return build{root: root, pkg: pkg}.to(ctx, bin)
 }
 
 // goBuild builds the repository's command pkg into bin, showing the
@@ -122,6 +131,5 @@ func BuildCommand(ctx context.Context, root, bin, pkg string) error {
 // built as the images ship it (static, stripped), so the clusters run what
 // ships and a test that builds the images finds the binaries linked.
 func goBuild(ctx context.Context, root, bin, pkg string) error {
-	b := build{root: root, pkg: pkg, name: buildName(pkg), arch: goEnv(ctx, "GOARCH"), progress: os.Stdout}
-	return b.to(ctx, bin)
+	return build{root: root, pkg: pkg, progress: os.Stdout}.to(ctx, bin)
 }

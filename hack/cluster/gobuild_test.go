@@ -21,11 +21,11 @@ func TestABuildIsSharedNotLinkedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := build{root: root, pkg: "./hack/trackedfiles", name: buildName("./hack/trackedfiles"), arch: goEnv(context.Background(), "GOARCH")}
+	b := build{root: root, pkg: "./hack/trackedfiles"}
 	dir := t.TempDir()
 	shared := func() os.FileInfo {
 		t.Helper()
-		fi, err := os.Stat(filepath.Join(b.dir(), b.name))
+		fi, err := os.Stat(filepath.Join(b.dir(b.goarch(context.Background())), b.name()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -93,7 +93,7 @@ func BuildImages(ctx context.Context, o ImageOptions) ([]string, error) {
 // staticBinary builds one command as a static Linux binary.
 func staticBinary(ctx context.Context, root, out, image, arch string) (string, error) {
 	bin := filepath.Join(out, image+".bin")
-	b := build{root: root, pkg: "./cmd/" + image, name: buildName("./cmd/" + image), arch: arch}
+	b := build{root: root, pkg: "./cmd/" + image, arch: arch}
 	return bin, b.to(ctx, bin)
 }
 

@@ -35,7 +35,7 @@ func (c *Cluster) buildCNI(ctx context.Context, shared string) error {
 	if err != nil {
 		return err
 	}
-	return build{root: root, pkg: "./hack/cni", name: buildName("./hack/cni"), arch: goEnv(ctx, "GOARCH")}.to(ctx, filepath.Join(shared, "bin", "lifeline-cni"))
+	return build{root: root, pkg: "./hack/cni"}.to(ctx, filepath.Join(shared, "bin", "lifeline-cni"))
 }
 
 // buildTestImages writes one tarball holding the pause image and every
@@ -48,7 +48,7 @@ func (c *Cluster) buildTestImages(ctx context.Context, shared string) (string, e
 	}
 	arch := goEnv(ctx, "GOARCH")
 	bin := filepath.Join(shared, "bin", "testapp")
-	if err := (build{root: root, pkg: "./hack/testapp", name: buildName("./hack/testapp"), arch: arch}).to(ctx, bin); err != nil {
+	if err := (build{root: root, pkg: "./hack/testapp", arch: arch}).to(ctx, bin); err != nil {
 		return "", err
 	}
 	revision, date, err := gitRevision(ctx, root)
